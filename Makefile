@@ -1,0 +1,35 @@
+# Operator entry points. Each target is idempotent and does its own set-up.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: setup run test bench lint migrate
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+migrate: setup
+	$(PY) manage.py migrate --noinput
+
+run: migrate
+	$(PY) manage.py bootstrap_demo
+	$(VENV)/bin/uvicorn unforgetter.asgi:application --host $(HOST) --port $(PORT) --lifespan on --no-access-log
+
+test: setup
+	UNFORGETTER_TESTING=1 $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy .
+
+bench: setup
+	$(PY) bench/run.py $(BENCH_ARGS)

@@ -1,0 +1,195 @@
+"""Argument models of the four tools: the published input schemas and their validation.
+
+Every model forbids unknown keys and describes every field for an LLM reader. Text fields refuse
+NUL bytes and lone surrogates (invalid Unicode), which no database stores faithfully.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from memory.models import Kind
+
+
+def _clean_text(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode (no lone surrogates)") from None
+    return value
+
+
+Text = Annotated[str, AfterValidator(_clean_text)]
+ProjectId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$",
+        description="A project id exactly as list_projects returned it.",
+    ),
+]
+RequestId = Annotated[
+    str,
+    Field(
+        min_length=8,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9._:-]+$",
+        description=(
+            "Your own unique id for this proposal: 8-128 characters of A-Z a-z 0-9 . _ : - "
+            "(a UUID is ideal). Reusing an id returns the original result instead of proposing again; "
+            "ids are remembered for at least 30 days."
+        ),
+    ),
+]
+Ref = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[a-z]+_[a-z0-9]+$",
+        description="An item ref such as decision_x7k2...",
+    ),
+]
+
+MAX_PROPOSAL_TEXT = 8_000
+MAX_EVIDENCE_ITEMS = 20
+MAX_EVIDENCE_TEXT = 4_000
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False, str_strip_whitespace=False)
+
+
+class ListProjectsArgs(StrictModel):
+    """list_projects takes no arguments."""
+
+
+class GetContextArgs(StrictModel):
+    project_id: ProjectId
+    task: Annotated[
+        Text,
+        Field(
+            min_length=1,
+            max_length=2_000,
+            description="What you are about to do, in a sentence or two; the bundle is ranked for it.",
+        ),
+    ]
+
+
+class SearchMemoryArgs(StrictModel):
+    project_id: ProjectId
+    query: Annotated[
+        Text,
+        Field(
+            min_length=1,
+            max_length=500,
+            description=(
+                'Words to search for (all must match; "quoted phrases" and -excluded words work), '
+                "or an item ref from a get_context pointer to fetch that item."
+            ),
+        ),
+    ]
+    cursor: Annotated[
+        Text | None,
+        Field(
+            default=None,
+            max_length=512,
+            description="The cursor from the previous page of this same search; omit for the first page.",
+        ),
+    ] = None
+
+
+class Change(StrictModel):
+    op: Literal["add_fact", "update_fact", "open_thread", "close_thread", "reject"] = Field(
+        description=(
+            "add_fact: a new fact, decision or convention. update_fact: replace the item `target` "
+            "(history is kept). open_thread: a new open question or work item. close_thread: close the "
+            "thread `target`. reject: propose retracting the item `target` as wrong."
+        )
+    )
+    target: Ref | None = Field(default=None, description="The ref of the item this change applies to.")
+    text: Annotated[
+        Text,
+        Field(
+            min_length=1,
+            max_length=MAX_PROPOSAL_TEXT,
+            description="The proposed text, or why (for reject/close).",
+        ),
+    ]
+    kind: Literal["fact", "decision", "convention"] | None = Field(
+        default=None, description="For add_fact: the kind of item (default fact)."
+    )
+    supersedes: Ref | None = Field(
+        default=None,
+        description="For update_fact: the ref you read and are replacing (the version you based it on).",
+    )
+
+
+class Evidence(StrictModel):
+    ref: Annotated[
+        Text | None,
+        Field(
+            default=None,
+            min_length=1,
+            max_length=500,
+            description="What you relied on: a memory ref, a URL, a file path or a ticket id. Never fetched.",
+        ),
+    ] = None
+    text: Annotated[
+        Text | None,
+        Field(
+            default=None,
+            max_length=MAX_EVIDENCE_TEXT,
+            description="A quotation or observation you relied on.",
+        ),
+    ] = None
+    trust: Literal["trusted", "untrusted"] = Field(
+        description=(
+            "untrusted for anything from the web, an email, a user upload or another tool's output; "
+            "trusted only for first-hand, verified material."
+        )
+    )
+
+    @model_validator(mode="after")
+    def _ref_or_text(self) -> Evidence:
+        if not self.ref and not self.text:
+            raise ValueError("each evidence item needs a ref or a text")
+        return self
+
+
+class ProposeMemoryArgs(StrictModel):
+    project_id: ProjectId
+    request_id: RequestId
+    change: Change
+    evidence: list[Evidence] = Field(
+        min_length=1, max_length=MAX_EVIDENCE_ITEMS, description="What the change is based on (1-20 items)."
+    )
+
+
+PROTECTED_KINDS = sorted(Kind.protected())
+
+
+def describe_validation_error(exc: ValidationError, *, limit: int = 5) -> str:
+    """A specific, bounded message naming the offending fields, never echoing their values."""
+    parts = []
+    for error in exc.errors()[:limit]:
+        location = ".".join(str(part) for part in error["loc"]) or "arguments"
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "is not a known argument"
+        elif error["type"] == "missing":
+            message = "is required"
+        parts.append(
+            f"{location} {message}"
+            if error["type"] in ("extra_forbidden", "missing")
+            else f"{location}: {message}"
+        )
+    more = len(exc.errors()) - limit
+    if more > 0:
+        parts.append(f"and {more} more")
+    return "Invalid arguments: " + "; ".join(parts) + "."

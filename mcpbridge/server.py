@@ -1,0 +1,183 @@
+"""The MCP server: four tools over the official SDK's MCPServer.
+
+Each tool validates its arguments against its published model (so bad input is a structured
+`invalid_request`, never the SDK's plain-text validation error), resolves the credential's
+Connection, calls one selector or service in a thread-sensitive worker and renders the result.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel, ValidationError
+
+from mcpbridge import results
+from mcpbridge.auth import SCOPE_READ, ConnectionTokenVerifier, current_connection
+from mcpbridge.schemas import (
+    GetContextArgs,
+    ListProjectsArgs,
+    SearchMemoryArgs,
+    describe_validation_error,
+)
+from memory.context import context_for_agent
+from memory.selectors import search_for_agent
+from workspaces.exceptions import InvalidRequest, UnforgetterError
+from workspaces.models import Connection
+from workspaces.selectors import project_catalogue, project_for_agent
+
+logger = logging.getLogger(__name__)
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+
+INSTRUCTIONS = """\
+Unforgetter is your team's governed, shared memory. Start a task with get_context: it returns the \
+policies you must follow, the facts, decisions and conventions relevant to your task (each with \
+provenance: cite it when a decision depends on it), open threads and methods. Use search_memory to \
+dig deeper or to fetch an item by the ref a pointer gives. You cannot write memory directly: \
+propose_memory submits a change that is validated and published, or held for the owner's review. \
+Your authority comes from your credential: call list_projects to see the projects you may use."""
+
+
+class _RawArguments(ArgModelBase):
+    arguments: dict[str, Any]
+
+
+class _ValidatedByTool(FuncMetadata):
+    """Hands the tool its raw arguments: the tool validates them against its published model."""
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        return {"arguments": dict(arguments_to_validate)}
+
+
+async def run_tool(
+    model: type[ArgsT], arguments: dict[str, Any], handler: Callable[[Connection, ArgsT], dict[str, Any]]
+) -> CallToolResult:
+    try:
+        args = model.model_validate(arguments)
+    except ValidationError as exc:
+        return results.error(InvalidRequest(describe_validation_error(exc)))
+    try:
+        connection = current_connection()
+        payload = await sync_to_async(handler)(connection, args)
+    except UnforgetterError as exc:
+        return results.error(exc)
+    except Exception:
+        logger.exception("MCP tool %s failed", model.__name__)
+        return results.error(results.InternalError("The server could not complete this call."))
+    return results.ok(payload)
+
+
+def _list_projects(connection: Connection, args: ListProjectsArgs) -> dict[str, Any]:
+    return {
+        "projects": [
+            {"id": p.slug, "name": p.name, "data_class": p.data_class, "updated_at": p.updated_at.isoformat()}
+            for p in project_catalogue(connection)
+        ]
+    }
+
+
+def _get_context(connection: Connection, args: GetContextArgs) -> dict[str, Any]:
+    project = project_for_agent(connection, args.project_id)
+    return context_for_agent(connection=connection, project=project, task=args.task)
+
+
+def _search_memory(connection: Connection, args: SearchMemoryArgs) -> dict[str, Any]:
+    project = project_for_agent(connection, args.project_id)
+    return search_for_agent(connection=connection, project=project, query=args.query, cursor=args.cursor)
+
+
+async def list_projects(arguments: dict[str, Any]) -> CallToolResult:
+    return await run_tool(ListProjectsArgs, arguments, _list_projects)
+
+
+async def get_context(arguments: dict[str, Any]) -> CallToolResult:
+    return await run_tool(GetContextArgs, arguments, _get_context)
+
+
+async def search_memory(arguments: dict[str, Any]) -> CallToolResult:
+    return await run_tool(SearchMemoryArgs, arguments, _search_memory)
+
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+TOOL_SPECS: list[tuple[Callable[..., Any], str, str, type[BaseModel], ToolAnnotations, str]] = [
+    (
+        list_projects,
+        "list_projects",
+        "List projects",
+        ListProjectsArgs,
+        READ_ONLY,
+        "List the projects this credential may use: { projects: [ { id, name, data_class, updated_at } ] }. "
+        "Only allowed projects are returned; use an id from here as project_id in the other tools.",
+    ),
+    (
+        get_context,
+        "get_context",
+        "Get context for a task",
+        GetContextArgs,
+        READ_ONLY,
+        "Call this first for any task in a project. Returns a bounded bundle compiled for the task: "
+        "policies (always follow them), facts (facts, decisions, conventions; each with provenance "
+        "{source, date, actor} to cite), open_threads, methods (step-by-step instructions relevant to the "
+        "task), pointers ({ref, why}: fetch one with search_memory using the ref as the query), freshness "
+        "{compiled_at, replica_at, stale} and your identity. If warnings holds stale_replica, proceed with "
+        "caution and cite freshness. Errors: forbidden_scope or unknown_project mean call list_projects.",
+    ),
+    (
+        search_memory,
+        "search_memory",
+        "Search memory",
+        SearchMemoryArgs,
+        READ_ONLY,
+        "Full-text search over the current items of one project, best match first, 10 per page: "
+        "{ results: [ { ref, kind, state, excerpt, provenance, data_class } ], cursor? }. Matching words "
+        "are marked **like this** in excerpts. Pass the returned cursor with the same project_id and "
+        "query for the next page; a cursor is valid for 15 minutes and only for that search "
+        "(invalid_cursor: restart without it). A query that is exactly a ref returns that item.",
+    ),
+]
+
+
+def build_server() -> MCPServer:
+    """The MCP server, authenticating every request as a Connection (see mcpbridge.auth)."""
+    tools = [
+        Tool(
+            fn=fn,
+            name=name,
+            title=title,
+            description=description,
+            parameters=model.model_json_schema(),
+            fn_metadata=_ValidatedByTool(arg_model=_RawArguments),
+            is_async=True,
+            context_kwarg=None,
+            annotations=annotations,
+        )
+        for fn, name, title, model, annotations, description in TOOL_SPECS
+    ]
+    return MCPServer(
+        name="unforgetter",
+        title="Unforgetter",
+        instructions=INSTRUCTIONS,
+        version="0.1.0",
+        tools=tools,
+        auth=AuthSettings.model_validate(
+            {
+                "issuer_url": settings.PUBLIC_URL,
+                "resource_server_url": settings.MCP_RESOURCE_URL,
+                "required_scopes": [SCOPE_READ],
+                "validate_token_resource": True,
+            }
+        ),
+        token_verifier=ConnectionTokenVerifier(),
+    )

@@ -1,0 +1,254 @@
+"""The context compiler: a bounded bundle of what an agent needs for one task in one project.
+
+Sections by kind: `policies` (goal, policy, permission, identity: always included), `facts`
+(fact, decision, convention: ranked by full-text relevance to the task, kind weight and recency),
+`open_threads`, `methods` (relevant to the task) and `pointers` (refs worth retrieving with
+search_memory that did not fit). Bounded by CONTEXT_MAX_ITEMS and CONTEXT_MAX_CHARS.
+
+A bundle is keyed by (credential, project, task, publication version): an identical request
+inside one publication is served from the cache with the same `context_id`, and a publication
+changes the key, so published changes are visible on the very next call in every process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.utils import timezone
+
+from memory import search
+from memory.models import Fact, Kind, State
+from memory.selectors import agent_facts, latest_publication
+from memory.services import context_request_record
+from workspaces.models import Connection, Project
+from workspaces.selectors import allowed_data_classes
+
+FACT_KINDS = (Kind.FACT, Kind.DECISION, Kind.CONVENTION)
+KIND_WEIGHT: dict[str, float] = {Kind.DECISION: 1.0, Kind.CONVENTION: 0.9, Kind.FACT: 0.75}
+RECENCY_HALF_LIFE_DAYS = 45.0
+CANDIDATES = 60
+MAX_THREADS = 12
+MAX_METHODS = 6
+_ITEM_FIELDS = (
+    "id",
+    "ref",
+    "kind",
+    "state",
+    "text",
+    "data_class",
+    "taint",
+    "source",
+    "source_date",
+    "actor",
+    "created_at",
+)
+
+
+@dataclass
+class _Budget:
+    items: int
+    chars: int
+
+    def take(self, text: str) -> bool:
+        if self.items <= 0 or len(text) > self.chars:
+            return False
+        self.items -= 1
+        self.chars -= len(text)
+        return True
+
+
+def item_payload(fact: Fact) -> dict[str, Any]:
+    return {
+        "ref": fact.ref,
+        "kind": fact.kind,
+        "state": fact.state,
+        "text": fact.text,
+        "data_class": fact.data_class,
+        "taint": fact.taint_label,
+        "provenance": fact.provenance(),
+    }
+
+
+def _context_id(connection: Connection, project: Project, task: str, version: int) -> str:
+    key = f"{connection.pk}:{project.pk}:{version}:{task}".encode()
+    return "ctx_" + hashlib.sha256(key).hexdigest()[:28]
+
+
+def _recency(created_at: datetime, now: datetime) -> float:
+    age_days = max((now - created_at).total_seconds() / 86400.0, 0.0)
+    return math.pow(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
+
+
+def _ranked_facts(
+    connection: Connection, project: Project, task: str, now: datetime
+) -> list[tuple[Fact, str]]:
+    """Fact, decision and convention items, best first, each with why it was chosen."""
+    classes = allowed_data_classes(connection)
+    hits = search.rank(
+        project_id=project.pk,
+        data_classes=classes,
+        states=[State.ACTIVE],
+        kinds=FACT_KINDS,
+        query=task,
+        match="any",
+        limit=CANDIDATES,
+    )
+    relevance = {hit.fact_id: hit.score for hit in hits}
+    top = max(relevance.values(), default=0.0) or 1.0
+    recent_ids = list(
+        agent_facts(connection, project)
+        .filter(kind__in=FACT_KINDS)
+        .order_by("-created_at", "-id")
+        .values_list("id", flat=True)[: CANDIDATES // 3]
+    )
+    ids = list(dict.fromkeys([*relevance, *recent_ids]))
+    facts = agent_facts(connection, project).filter(id__in=ids).only(*_ITEM_FIELDS)
+
+    def score(fact: Fact) -> float:
+        rel = relevance.get(fact.pk, 0.0) / top
+        return 0.6 * rel + 0.25 * KIND_WEIGHT.get(fact.kind, 0.5) + 0.15 * _recency(fact.created_at, now)
+
+    ordered = sorted(facts, key=lambda f: (score(f), f.pk), reverse=True)
+    return [(f, "matches the task" if f.pk in relevance else "recent in this project") for f in ordered]
+
+
+def _relevant_methods(connection: Connection, project: Project, task: str) -> list[Fact]:
+    hits = search.rank(
+        project_id=project.pk,
+        data_classes=allowed_data_classes(connection),
+        states=[State.ACTIVE],
+        kinds=[Kind.METHOD],
+        query=task,
+        match="any",
+        limit=MAX_METHODS,
+    )
+    by_id = {f.pk: f for f in agent_facts(connection, project).filter(id__in=[h.fact_id for h in hits])}
+    return [by_id[h.fact_id] for h in hits if h.fact_id in by_id]
+
+
+def _fill(
+    section: list[dict[str, Any]],
+    candidates: Iterable[tuple[Fact, str]],
+    budget: _Budget,
+    pointers: list[dict[str, str]],
+    served: list[str],
+) -> None:
+    max_pointers = settings.UNFORGETTER["CONTEXT_MAX_POINTERS"]
+    for fact, why in candidates:
+        if budget.take(fact.text):
+            section.append(item_payload(fact))
+            served.append(fact.ref)
+        elif len(pointers) < max_pointers and why == "matches the task":
+            pointers.append(
+                {"ref": fact.ref, "why": f"{fact.kind} that {why}; left out to keep the bundle bounded"}
+            )
+
+
+def compile_bundle(connection: Connection, project: Project, task: str, now: datetime) -> dict[str, Any]:
+    """The bundle's sections, without freshness and identity (which belong to each serving)."""
+    limits = settings.UNFORGETTER
+    budget = _Budget(items=limits["CONTEXT_MAX_ITEMS"], chars=limits["CONTEXT_MAX_CHARS"])
+    served: list[str] = []
+    pointers: list[dict[str, str]] = []
+
+    # Protected items are always included; they spend the budget first.
+    policies = list(
+        agent_facts(connection, project).filter(kind__in=Kind.protected()).order_by("kind", "-created_at")
+    )
+    for fact in policies:
+        budget.items -= 1
+        budget.chars -= len(fact.text)
+        served.append(fact.ref)
+
+    facts: list[dict[str, Any]] = []
+    _fill(facts, _ranked_facts(connection, project, task, now), budget, pointers, served)
+
+    threads = (
+        agent_facts(connection, project).filter(kind=Kind.THREAD, state=State.OPEN).order_by("-created_at")
+    )
+    open_threads: list[dict[str, Any]] = []
+    _fill(open_threads, ((t, "is open") for t in threads[:MAX_THREADS]), budget, pointers, served)
+
+    methods: list[dict[str, Any]] = []
+    _fill(
+        methods,
+        ((m, "matches the task") for m in _relevant_methods(connection, project, task)),
+        budget,
+        pointers,
+        served,
+    )
+
+    return {
+        "project": {"id": project.slug, "name": project.name, "data_class": project.data_class},
+        "task": task,
+        "policies": [item_payload(p) for p in policies],
+        "facts": facts,
+        "open_threads": open_threads,
+        "methods": methods,
+        "pointers": pointers,
+        "_served": served,
+    }
+
+
+def context_for_agent(*, connection: Connection, project: Project, task: str) -> dict[str, Any]:
+    """Serve the bundle for a task: from the cache when this publication already compiled it."""
+    now = timezone.now()
+    publication = latest_publication(connection.workspace_id)
+    version = publication.version if publication else 0
+    compiled_at = publication.compiled_at if publication else None
+    context_id = _context_id(connection, project, task, version)
+    cache_key = f"unforgetter:context:{context_id}"
+    bundle = cache.get(cache_key)
+    if bundle is None:
+        bundle = compile_bundle(connection, project, task, now)
+        context_request_record(
+            context_id=context_id,
+            connection=connection,
+            project=project,
+            task=task,
+            publication_version=version,
+            refs=bundle["_served"],
+        )
+        cache.set(cache_key, bundle, timeout=int(connection.workspace.publish_cadence.total_seconds()) * 10)
+    return _serve(bundle, context_id, connection, compiled_at, now)
+
+
+def _serve(
+    bundle: dict[str, Any],
+    context_id: str,
+    connection: Connection,
+    compiled_at: datetime | None,
+    now: datetime,
+) -> dict[str, Any]:
+    cadence = connection.workspace.publish_cadence
+    # replica_at: when this process confirmed what it serves against the primary (just now).
+    stale = compiled_at is None or now - compiled_at > cadence
+    served = {k: v for k, v in bundle.items() if not k.startswith("_")}
+    result: dict[str, Any] = {
+        "context_id": context_id,
+        "freshness": {
+            "compiled_at": compiled_at.isoformat() if compiled_at else None,
+            "replica_at": now.isoformat(),
+            "publish_cadence_seconds": int(cadence.total_seconds()),
+            "stale": stale,
+        },
+        "identity": {"actor": connection.actor, "trust_zone": connection.zone.name, "role": connection.role},
+        **served,
+        "warnings": [],
+    }
+    if stale:
+        result["warnings"].append(
+            {
+                "code": "stale_replica",
+                "message": "This memory was last published longer ago than the publish cadence.",
+                "action": "Proceed with caution and cite freshness, or wait for the next publish cycle.",
+            }
+        )
+    return result

@@ -1,0 +1,264 @@
+"""Canonical memory and the proposals that change it.
+
+Updates never overwrite: a new Fact row supersedes the old one, so history is kept and "what is
+true now" is `state in (active, open)`. Proposals are append-only: only their status, reason and
+review fields ever change after they are stored.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import ClassVar
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from workspaces.models import Connection, DataClass, Project, Workspace
+
+_REF_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
+
+
+def new_ref(prefix: str) -> str:
+    """A random, unguessable reference: counts and ids of other tenants never show through it."""
+    return prefix + "_" + "".join(secrets.choice(_REF_ALPHABET) for _ in range(14))
+
+
+class Kind(models.TextChoices):
+    FACT = "fact", "Fact"
+    DECISION = "decision", "Decision"
+    CONVENTION = "convention", "Convention"
+    METHOD = "method", "Method"
+    THREAD = "thread", "Thread"
+    GOAL = "goal", "Goal"
+    POLICY = "policy", "Policy"
+    PERMISSION = "permission", "Permission"
+    IDENTITY = "identity", "Identity"
+
+    @classmethod
+    def protected(cls) -> frozenset[str]:
+        """Kinds only owners edit; agents can never target them."""
+        return frozenset({cls.GOAL, cls.POLICY, cls.PERMISSION, cls.IDENTITY})
+
+
+class State(models.TextChoices):
+    ACTIVE = "active", "Active"
+    SUPERSEDED = "superseded", "Superseded"
+    RETRACTED = "retracted", "Retracted"
+    OPEN = "open", "Open"
+    CLOSED = "closed", "Closed"
+
+    @classmethod
+    def current(cls) -> tuple[str, str]:
+        """States that make an item part of the working truth."""
+        return (cls.ACTIVE, cls.OPEN)
+
+
+class Taint(models.IntegerChoices):
+    """Ordered; an item's taint is the maximum over everything it came from and never decreases."""
+
+    CLEAN = 0, "clean"
+    UNTRUSTED = 1, "untrusted"
+
+
+class FactQuerySet(models.QuerySet["Fact"]):
+    def current(self) -> FactQuerySet:
+        return self.filter(state__in=State.current())
+
+
+class Fact(models.Model):
+    """A canonical memory item (any kind). Each version is its own row with its own `ref`."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="facts")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="facts")
+    ref = models.CharField(max_length=32, unique=True, editable=False)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.FACT)
+    text = models.TextField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.ACTIVE)
+    data_class = models.CharField(max_length=16, choices=DataClass.choices)
+    source = models.CharField(max_length=500, blank=True, help_text="Where this came from: a URL, file, ref.")
+    source_date = models.DateField(null=True, blank=True)
+    actor = models.CharField(max_length=150, help_text="Who asserted it: an agent actor or an owner.")
+    taint = models.PositiveSmallIntegerField(choices=Taint.choices, default=Taint.CLEAN)
+    supersedes = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="superseded_by"
+    )
+    proposal = models.ForeignKey(
+        "Proposal", on_delete=models.SET_NULL, null=True, blank=True, related_name="facts"
+    )
+    edited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects: ClassVar[FactQuerySet] = FactQuerySet.as_manager()  # type: ignore[assignment]
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            # get_context: the current items of a project by kind, newest first.
+            models.Index(fields=["project", "state", "kind", "-created_at"], name="fact_project_current"),
+            models.Index(fields=["workspace", "state"], name="fact_ws_state"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind="thread", state__in=["open", "closed", "superseded", "retracted"])
+                | (~Q(kind="thread") & Q(state__in=["active", "superseded", "retracted"])),
+                name="fact_state_matches_kind",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.ref
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        if not self.ref:
+            self.ref = new_ref(self.kind)
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def is_protected(self) -> bool:
+        return self.kind in Kind.protected()
+
+    def provenance(self) -> dict[str, str]:
+        """Where this line came from: the source reference, its date and the asserting actor."""
+        date = self.source_date or self.created_at.date()
+        return {
+            "source": self.source or f"unforgetter:{self.ref}",
+            "date": date.isoformat(),
+            "actor": self.actor,
+        }
+
+    @property
+    def taint_label(self) -> str:
+        return Taint(self.taint).label
+
+
+class Proposal(models.Model):
+    """An agent's proposed change. Append-only, attested, consolidated exactly once."""
+
+    class Op(models.TextChoices):
+        ADD_FACT = "add_fact", "Add fact"
+        UPDATE_FACT = "update_fact", "Update fact"
+        OPEN_THREAD = "open_thread", "Open thread"
+        CLOSE_THREAD = "close_thread", "Close thread"
+        REJECT = "reject", "Retract item"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        QUARANTINED = "quarantined", "Quarantined"
+        AWAITING_REVIEW = "awaiting_review", "Awaiting review"
+        PUBLISHED = "published", "Published"
+        REJECTED = "rejected", "Rejected"
+
+        @classmethod
+        def pending(cls) -> tuple[str, str]:
+            """Waiting for the consolidator."""
+            return (cls.QUEUED, cls.QUARANTINED)
+
+    class Reason(models.TextChoices):
+        SCHEMA = "schema", "Schema"
+        SCOPE = "scope", "Scope"
+        PROTECTED_TARGET = "protected_target", "Protected target"
+        CONFLICT = "conflict", "Conflict with a newer version"
+        INJECTION = "injection", "Injection signal"
+        SECRET = "secret", "Secret in text"
+        PREVIOUSLY_REJECTED = "previously_rejected", "Previously rejected"
+        PROVENANCE = "provenance", "Provenance missing"
+        REVIEWER = "reviewer", "Rejected by a reviewer"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="proposals")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="proposals")
+    connection = models.ForeignKey(
+        Connection, on_delete=models.SET_NULL, null=True, blank=True, related_name="proposals"
+    )
+    actor = models.CharField(max_length=150)
+    zone = models.CharField(max_length=64)
+    request_id = models.CharField(max_length=128)
+    seq = models.BigIntegerField(help_text="Monotonic per workspace: the consolidator's watermark.")
+    op = models.CharField(max_length=16, choices=Op.choices)
+    target = models.CharField(max_length=64, blank=True)
+    text = models.TextField(blank=True)
+    supersedes = models.CharField(max_length=64, blank=True)
+    evidence = models.JSONField(default=list)
+    content_digest = models.CharField(max_length=64, help_text="SHA-256 of the canonical proposed content.")
+    status = models.CharField(max_length=16, choices=Status.choices)
+    reason = models.CharField(max_length=32, choices=Reason.choices, blank=True)
+    reason_detail = models.CharField(max_length=500, blank=True)
+    taint = models.PositiveSmallIntegerField(choices=Taint.choices, default=Taint.CLEAN)
+    attestation = models.CharField(
+        max_length=64, help_text="HMAC over the canonical proposal and the previous one."
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    review_note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-seq"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "actor", "request_id"], name="proposal_request_once"
+            ),
+            models.UniqueConstraint(fields=["workspace", "seq"], name="proposal_seq_unique"),
+        ]
+        indexes = [
+            # The consolidator's claim: pending proposals of a workspace in seq order.
+            models.Index(fields=["workspace", "status", "seq"], name="proposal_claim"),
+            models.Index(fields=["workspace", "content_digest"], name="proposal_content"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.op} by {self.actor} ({self.status})"
+
+    @property
+    def taint_label(self) -> str:
+        return Taint(self.taint).label
+
+
+class Publication(models.Model):
+    """One consolidation/publish cycle of a workspace; the latest one is what `compiled_at` reports."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="publications")
+    version = models.BigIntegerField()
+    compiled_at = models.DateTimeField(default=timezone.now)
+    published_count = models.PositiveIntegerField(default=0, help_text="Proposals published in this cycle.")
+    changed = models.BooleanField(default=False, help_text="Whether the working truth changed.")
+
+    class Meta:
+        ordering = ["-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "version"], name="publication_version_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workspace.slug} v{self.version}"
+
+
+class ContextRequest(models.Model):
+    """A compiled get_context bundle, recorded for audit and dedupe.
+
+    `context_id` is derived from the credential, project, task and publication, so an identical
+    request within one publication returns the same id and is recorded once.
+    """
+
+    context_id = models.CharField(max_length=40, unique=True)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="context_requests")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    connection = models.ForeignKey(Connection, on_delete=models.SET_NULL, null=True, related_name="+")
+    actor = models.CharField(max_length=150)
+    task = models.CharField(max_length=500)
+    publication_version = models.BigIntegerField()
+    refs = models.JSONField(default=list, help_text="Every item ref served in the bundle.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["workspace", "-created_at"], name="context_ws_created")]
+
+    def __str__(self) -> str:
+        return self.context_id

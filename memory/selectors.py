@@ -1,0 +1,89 @@
+"""Reads of memory, always on behalf of a principal.
+
+Agent reads take the Connection and the Project resolved by `workspaces.selectors.project_for_agent`;
+`agent_facts` is the one queryset every agent-facing read of memory starts from.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+
+from memory import search
+from memory.cursors import cursor_make, cursor_offset
+from memory.models import Fact, Publication, State
+from workspaces.exceptions import InvalidRequest
+from workspaces.models import Connection, Project
+from workspaces.selectors import allowed_data_classes
+
+
+def agent_facts(connection: Connection, project: Project) -> QuerySet[Fact]:
+    """Current items of one project in the credential's data classes (never restricted)."""
+    assert project.workspace_id == connection.workspace_id, "project must come from project_for_agent"
+    return Fact.objects.current().filter(project=project, data_class__in=allowed_data_classes(connection))
+
+
+def latest_publication(workspace_id: int) -> Publication | None:
+    return Publication.objects.filter(workspace_id=workspace_id).order_by("-version").first()
+
+
+REF_RE = re.compile(r"^[a-z]+_[a-z0-9]{10,20}$")
+MAX_SEARCH_OFFSET = 500
+
+
+def search_for_agent(
+    *, connection: Connection, project: Project, query: str, cursor: str | None = None
+) -> dict[str, Any]:
+    """One page of ranked, highlighted results, scoped to the project and the credential's classes.
+
+    A query that is exactly an item ref retrieves that item, if the credential may see it.
+    """
+    query = query.strip()
+    if not query:
+        raise InvalidRequest("query must contain words to search for.")
+    offset = (
+        cursor_offset(cursor=cursor, connection=connection, project=project, query=query) if cursor else 0
+    )
+    page_size = settings.UNFORGETTER["SEARCH_PAGE_SIZE"]
+    if REF_RE.match(query):
+        facts = list(agent_facts(connection, project).filter(ref=query)) if offset == 0 else []
+        excerpts = {f.pk: f.text[:300] for f in facts}
+        more = False
+    else:
+        if not search.terms(query):
+            raise InvalidRequest("query must contain at least one word or number.")
+        hits = search.rank(
+            project_id=project.pk,
+            data_classes=allowed_data_classes(connection),
+            states=list(State.current()),
+            query=query,
+            match="all",
+            limit=page_size + 1,
+            offset=offset,
+        )
+        more = len(hits) > page_size and offset + page_size < MAX_SEARCH_OFFSET
+        ids = [hit.fact_id for hit in hits[:page_size]]
+        by_id = {f.pk: f for f in agent_facts(connection, project).filter(id__in=ids)}
+        facts = [by_id[i] for i in ids if i in by_id]
+        excerpts = search.highlight([f.pk for f in facts], query)
+    results = [
+        {
+            "ref": fact.ref,
+            "kind": fact.kind,
+            "state": fact.state,
+            "excerpt": excerpts.get(fact.pk) or fact.text[:300],
+            "provenance": fact.provenance(),
+            "data_class": fact.data_class,
+            "taint": fact.taint_label,
+        }
+        for fact in facts
+    ]
+    page: dict[str, Any] = {"results": results}
+    if more:
+        page["cursor"] = cursor_make(
+            connection=connection, project=project, query=query, offset=offset + page_size
+        )
+    return page

@@ -1,0 +1,71 @@
+"""The ASGI entry point: a router in front of the MCP app and Django.
+
+Lifespan and POST /mcp go to the MCP app; GET and DELETE on /mcp are 405 (the server is
+stateless: no SSE stream, no session to delete); everything else goes to Django. Each MCP
+request runs in its own ThreadSensitiveContext between Django's request_started and
+request_finished signals, so its database connection is returned when it ends.
+"""
+
+from __future__ import annotations
+
+import os
+
+import django
+from asgiref.sync import ThreadSensitiveContext
+from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, Scope
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "unforgetter.settings")
+django.setup()
+
+from django.core import signals  # noqa: E402
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+MCP_PATH = "/mcp"
+
+
+async def _method_not_allowed(send: ASGISendCallable) -> None:
+    body = b'{"error":"method_not_allowed","error_description":"POST JSON-RPC messages to /mcp."}'
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 405,
+            "headers": [
+                (b"allow", b"POST"),
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+            "trailers": False,
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class Router:
+    def __init__(self) -> None:
+        from mcpbridge.asgi import build_mcp_app
+
+        self.django_app = get_asgi_application()
+        self.mcp_app = build_mcp_app()
+
+    async def __call__(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        if scope["type"] == "lifespan":
+            await self.mcp_app(scope, receive, send)  # type: ignore[arg-type]
+            return
+        if scope["type"] == "http" and scope["path"] in (MCP_PATH, MCP_PATH + "/"):
+            if scope["method"] != "POST":
+                await _method_not_allowed(send)
+                return
+            await self._serve_mcp({**scope, "path": MCP_PATH}, receive, send)
+            return
+        await self.django_app(scope, receive, send)  # type: ignore[arg-type]
+
+    async def _serve_mcp(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        async with ThreadSensitiveContext():
+            await signals.request_started.asend(sender=Router, scope=scope)
+            try:
+                await self.mcp_app(scope, receive, send)  # type: ignore[arg-type]
+            finally:
+                await signals.request_finished.asend(sender=Router)
+
+
+application = Router()

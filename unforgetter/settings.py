@@ -1,0 +1,213 @@
+"""Unforgetter settings: one env-driven module (12-factor, django-environ).
+
+With no environment at all the project runs on the embedded default: SQLite (WAL) next to the
+code and no broker, the serving process consolidating proposals itself. `DATABASE_URL` and
+`CELERY_BROKER_URL` turn it into a fleet. Bad values fail at start-up, not at first use.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEBUG = env.bool("DEBUG", default=False)
+TESTING = env.bool("UNFORGETTER_TESTING", default=False)
+
+_DEV_SECRET = "dev-only-insecure-secret-key-change-me-0123456789abcdef"  # noqa: S105
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    # The embedded default runs on a developer's machine: a fixed key keeps sessions and signed
+    # cursors valid across restarts there. A deployment on a real database must set its own.
+    if env.str("DATABASE_URL", default="") and not (DEBUG or TESTING):
+        raise ImproperlyConfigured("SECRET_KEY must be set when DATABASE_URL is set.")
+    SECRET_KEY = _DEV_SECRET
+
+# The public origin the server is reached at; the MCP resource identifier and the OAuth issuer
+# are derived from it, so it must be exactly what clients type.
+PUBLIC_URL = env.str("PUBLIC_URL", default="http://127.0.0.1:8000").rstrip("/")
+_public = urlsplit(PUBLIC_URL)
+if _public.scheme not in ("http", "https") or not _public.hostname:
+    raise ImproperlyConfigured(f"PUBLIC_URL must be an http(s) origin, got {PUBLIC_URL!r}.")
+MCP_RESOURCE_URL = f"{PUBLIC_URL}/mcp"
+
+ALLOWED_HOSTS = env.list(
+    "ALLOWED_HOSTS", default=[_public.hostname, "127.0.0.1", "localhost", "[::1]", "testserver"]
+)
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[PUBLIC_URL])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "drf_spectacular",
+    "oauth2_provider",
+    "workspaces",
+    "memory",
+    "mcpbridge",
+    "review",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "unforgetter.urls"
+WSGI_APPLICATION = "unforgetter.wsgi.application"
+ASGI_APPLICATION = "unforgetter.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+_db = DATABASES["default"]
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets readers run beside the single writer; IMMEDIATE takes the write lock at BEGIN so
+    # two writers queue on busy_timeout instead of failing with "database is locked" mid-way.
+    _db.setdefault("OPTIONS", {}).update(
+        {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+        }
+    )
+    _db["TEST"] = {"NAME": env.str("SQLITE_TEST_PATH", default=str(BASE_DIR / "var" / "test.sqlite3"))}
+elif _db["ENGINE"] in ("django.db.backends.postgresql", "django.db.backends.postgresql_psycopg2"):
+    _db["ENGINE"] = "django.db.backends.postgresql"
+    _db.setdefault("OPTIONS", {})["pool"] = {
+        "min_size": env.int("DB_POOL_MIN", default=1),
+        "max_size": env.int("DB_POOL_MAX", default=16),
+        "timeout": 10,
+    }
+    _db["CONN_MAX_AGE"] = 0  # the pool owns connection lifetime
+else:
+    raise ImproperlyConfigured(f"Unsupported database engine {_db['ENGINE']!r}: use PostgreSQL or SQLite.")
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Cache ------------------------------------------------------------------------------------
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://unforgetter")}
+
+# --- Auth, i18n, static ---------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "/console/login/"
+LOGIN_REDIRECT_URL = "/console/"
+LOGOUT_REDIRECT_URL = "/console/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = env.str("STATIC_ROOT", default=str(BASE_DIR / "var" / "static"))
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = _public.scheme == "https"
+CSRF_COOKIE_SECURE = _public.scheme == "https"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+# --- REST API -------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+}
+SPECTACULAR_SETTINGS = {"TITLE": "Unforgetter API", "VERSION": "1", "SERVE_INCLUDE_SCHEMA": False}
+
+# --- OAuth 2.1 (django-oauth-toolkit) -----------------------------------------------------------
+# DOT's models are not swapped: a Connection points at the DOT Application it was consented for,
+# so access tokens stay DOT's own rows, looked up by checksum.
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauth2_provider.AccessToken"  # noqa: S105
+OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"  # noqa: S105
+OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
+OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"  # noqa: S105
+OAUTH2_PROVIDER_DEVICE_GRANT_MODEL = "oauth2_provider.DeviceGrant"
+OAUTH2_PROVIDER = {
+    "PKCE_REQUIRED": True,
+    "ALLOWED_GRANT_TYPES": ["authorization_code", "refresh_token"],
+    "ACCESS_TOKEN_EXPIRE_SECONDS": env.int("OAUTH_ACCESS_TOKEN_SECONDS", default=3600),
+    "REFRESH_TOKEN_EXPIRE_SECONDS": env.int("OAUTH_REFRESH_TOKEN_SECONDS", default=30 * 24 * 3600),
+    "ROTATE_REFRESH_TOKEN": True,
+    "SCOPES": {"memory:read": "Read memory", "memory:propose": "Propose memory changes"},
+    "DEFAULT_SCOPES": ["memory:read"],
+}
+
+# --- Celery ------------------------------------------------------------------------------------------
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TIMEZONE = "UTC"
+
+# --- Unforgetter -------------------------------------------------------------------------------------
+UNFORGETTER = {
+    # get_context bounds
+    "CONTEXT_MAX_ITEMS": env.int("CONTEXT_MAX_ITEMS", default=40),
+    "CONTEXT_MAX_CHARS": env.int("CONTEXT_MAX_CHARS", default=16_000),
+    "CONTEXT_MAX_POINTERS": env.int("CONTEXT_MAX_POINTERS", default=10),
+    # search_memory
+    "SEARCH_PAGE_SIZE": env.int("SEARCH_PAGE_SIZE", default=10),
+    "CURSOR_TTL": timedelta(seconds=env.int("CURSOR_TTL_SECONDS", default=15 * 60)),
+    # credentials
+    "TOKEN_DEFAULT_TTL": timedelta(days=env.int("TOKEN_DEFAULT_TTL_DAYS", default=90)),
+    "LAST_USED_RESOLUTION": timedelta(seconds=60),
+    # publishing
+    "DEFAULT_PUBLISH_CADENCE": timedelta(seconds=env.int("PUBLISH_CADENCE_SECONDS", default=30)),
+    # MCP transport: hosts and browser origins allowed to reach /mcp (DNS-rebinding protection)
+    "MCP_ALLOWED_HOSTS": env.list("MCP_ALLOWED_HOSTS", default=[]),
+    "MCP_ALLOWED_ORIGINS": env.list("MCP_ALLOWED_ORIGINS", default=[]),
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {
+        "mcp": {"level": env.str("MCP_LOG_LEVEL", default="WARNING")},
+        "httpx": {"level": "WARNING"},
+        "uvicorn.access": {"level": env.str("ACCESS_LOG_LEVEL", default="WARNING")},
+    },
+}

@@ -1,0 +1,77 @@
+"""The one error hierarchy. Services raise these; each edge translates them.
+
+Every error has a stable `code` (the agent-facing codes of the MCP reference), a `message` safe to
+show to the caller (never internals, never another tenant's existence) and an `action`: what the
+caller should do next.
+"""
+
+from __future__ import annotations
+
+
+class UnforgetterError(Exception):
+    code = "error"
+    action = "Do not retry with the same arguments."
+    http_status = 400
+
+    def __init__(self, message: str, *, action: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if action is not None:
+            self.action = action
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message, "action": self.action}
+
+
+class InvalidRequest(UnforgetterError):
+    code = "invalid_request"
+    action = "Fix the arguments as the message says and call again."
+
+
+class Unauthorized(UnforgetterError):
+    code = "unauthorized"
+    action = "Stop. A new token must be issued by the owner; there is no self-service refresh."
+    http_status = 401
+
+
+class ForbiddenScope(UnforgetterError):
+    code = "forbidden_scope"
+    action = "Call list_projects and select an allowed project. Do not retry with the same id."
+    http_status = 403
+
+
+class UnknownProject(UnforgetterError):
+    code = "unknown_project"
+    action = "Call list_projects. The catalogue is authoritative."
+    http_status = 404
+
+
+class InvalidCursor(UnforgetterError):
+    code = "invalid_cursor"
+    action = "Restart the search without a cursor."
+
+
+class ProtectedTarget(UnforgetterError):
+    code = "protected_target"
+    action = "Do not retry. Surface the change to the workspace owner instead."
+    http_status = 403
+
+
+class DuplicateRequest(UnforgetterError):
+    code = "duplicate_request"
+    action = "Treat as success; the original result is returned."
+    http_status = 200
+
+
+class RateLimited(UnforgetterError):
+    code = "rate_limited"
+    action = "Wait a few seconds, then retry."
+    http_status = 429
+
+
+class NotFound(UnforgetterError):
+    """An owner-facing lookup that failed, or an object of another workspace (never told apart)."""
+
+    code = "not_found"
+    action = "Check the identifier."
+    http_status = 404

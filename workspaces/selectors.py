@@ -1,0 +1,118 @@
+"""Reads of tenancy and credentials. Every agent-facing read is scoped here.
+
+`project_catalogue` and `project_for_agent` are the only ways an agent reaches a Project: both
+start from the credential's workspace, so no argument can name another tenant's objects.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from workspaces import tokens
+from workspaces.exceptions import ForbiddenScope, NotFound, UnknownProject
+from workspaces.models import Connection, DataClass, Membership, Project, Workspace
+
+
+def connection_for_token(raw: str, *, now: datetime | None = None) -> Connection | None:
+    """The usable Connection a presented personal token belongs to, or None.
+
+    One indexed lookup by digest; revocation and expiry are read from the row on every call, so
+    a revoked credential is refused as soon as the revocation commits.
+    """
+    if not tokens.looks_like_personal_token(raw):
+        return None
+    connection = (
+        Connection.objects.select_related("workspace", "zone")
+        .filter(token_digest=tokens.digest(raw), kind=Connection.Kind.TOKEN)
+        .first()
+    )
+    if connection is None or not connection.is_usable(now):
+        return None
+    return connection
+
+
+def connection_for_bearer(raw: str) -> tuple[Connection, str] | None:
+    """The usable Connection behind any bearer credential, with the resource it was issued for.
+
+    Personal tokens are ours and always for the MCP resource; anything else may be an OAuth
+    access token, whose bound resource the caller must check.
+    """
+    if len(raw) > 4096:
+        return None
+    if tokens.looks_like_personal_token(raw):
+        connection = connection_for_token(raw)
+        return (connection, settings.MCP_RESOURCE_URL) if connection else None
+    from workspaces.oauth import connection_for_oauth_token
+
+    return connection_for_oauth_token(raw)
+
+
+def allowed_data_classes(connection: Connection) -> list[str]:
+    """The credential's data classes, never `restricted`, in rank order."""
+    granted = set(connection.data_classes)
+    return [c for c in DataClass.grantable() if c in granted]
+
+
+def project_catalogue(connection: Connection) -> QuerySet[Project]:
+    """Projects this credential may select: its workspace, its list, its data classes."""
+    queryset = Project.objects.filter(
+        workspace_id=connection.workspace_id, data_class__in=allowed_data_classes(connection)
+    )
+    if not connection.all_projects:
+        queryset = queryset.filter(connections=connection)
+    return queryset.order_by("slug")
+
+
+def project_for_agent(connection: Connection, project_id: str) -> Project:
+    """Resolve an agent-supplied project id inside the credential's workspace.
+
+    `UnknownProject` when the workspace has no such project; `ForbiddenScope` when it exists but
+    is outside the credential's catalogue or data classes (restricted projects included).
+    """
+    project = Project.objects.filter(workspace_id=connection.workspace_id, slug=project_id).first()
+    if project is None:
+        raise UnknownProject(f"No project {project_id!r} exists in this workspace.")
+    if project.data_class not in allowed_data_classes(connection) or (
+        not connection.all_projects and not connection.projects.filter(pk=project.pk).exists()
+    ):
+        raise ForbiddenScope(f"Project {project_id!r} is not in this credential's catalogue.")
+    return project
+
+
+def last_used_is_stale(connection: Connection, now: datetime) -> bool:
+    resolution = settings.UNFORGETTER["LAST_USED_RESOLUTION"]
+    return connection.last_used_at is None or now - connection.last_used_at >= resolution
+
+
+def workspaces_for_user(user: User) -> QuerySet[Workspace]:
+    return Workspace.objects.filter(memberships__user=user).distinct()
+
+
+def workspace_for_user(user: User, slug: str) -> Workspace:
+    """A workspace the user is a member of; anything else is NotFound, never 'forbidden'."""
+    workspace = workspaces_for_user(user).filter(slug=slug).first()
+    if workspace is None:
+        raise NotFound("No such workspace.")
+    return workspace
+
+
+def membership_for(user: User, workspace: Workspace) -> Membership | None:
+    return Membership.objects.filter(user=user, workspace=workspace).first()
+
+
+def usable_connections(workspace: Workspace) -> QuerySet[Connection]:
+    return Connection.objects.filter(
+        workspace=workspace, revoked_at__isnull=True, expires_at__gt=timezone.now()
+    )
+
+
+def connections_matching(workspace: Workspace, *, include_revoked: bool = True) -> QuerySet[Connection]:
+    queryset = Connection.objects.filter(workspace=workspace).select_related("zone")
+    if not include_revoked:
+        queryset = queryset.filter(Q(revoked_at__isnull=True))
+    return queryset.prefetch_related("projects")

@@ -1,0 +1,268 @@
+"""Writes of tenancy and credentials. The only code that creates or changes these rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from workspaces import tokens
+from workspaces.exceptions import InvalidRequest, NotFound
+from workspaces.models import AuditEvent, Connection, DataClass, Membership, Project, TrustZone, Workspace
+
+# Every new workspace starts with these zones (DESIGN section 3).
+DEFAULT_ZONES: Sequence[tuple[str, str, timedelta | None]] = (
+    ("claude", TrustZone.Trust.HIGH, None),
+    ("chatgpt", TrustZone.Trust.HIGH, None),
+    ("codex", TrustZone.Trust.HIGH, None),
+    ("cursor", TrustZone.Trust.HIGH, None),
+    ("grok-bot", TrustZone.Trust.LOW, timedelta(hours=24)),
+)
+
+
+def audit_record(
+    *,
+    workspace: Workspace,
+    action: str,
+    actor: str,
+    target: str = "",
+    connection: Connection | None = None,
+    user: Any = None,
+    detail: dict[str, Any] | None = None,
+) -> AuditEvent:
+    return AuditEvent.objects.create(
+        workspace=workspace,
+        action=action,
+        actor=actor[:150],
+        target=target[:200],
+        connection=connection,
+        user=user if user is not None and getattr(user, "pk", None) else None,
+        detail=detail or {},
+    )
+
+
+@transaction.atomic
+def workspace_create(*, slug: str, name: str = "", owner: User | None = None) -> Workspace:
+    if Workspace.objects.filter(slug=slug).exists():
+        raise InvalidRequest(f"A workspace {slug!r} already exists.")
+    workspace = Workspace.objects.create(slug=slug, name=name or slug)
+    TrustZone.objects.bulk_create(
+        TrustZone(workspace=workspace, name=zone, trust=trust, max_token_ttl=ttl)
+        for zone, trust, ttl in DEFAULT_ZONES
+    )
+    if owner is not None:
+        Membership.objects.create(workspace=workspace, user=owner, role=Membership.Role.OWNER)
+    # Imported here: memory depends on workspaces, not the other way round, at import time.
+    from memory.services import publication_bootstrap
+
+    publication_bootstrap(workspace=workspace)
+    return workspace
+
+
+def membership_add(*, workspace: Workspace, user: User, role: str = Membership.Role.OWNER) -> Membership:
+    membership, _ = Membership.objects.update_or_create(
+        workspace=workspace, user=user, defaults={"role": role}
+    )
+    return membership
+
+
+@transaction.atomic
+def project_create(
+    *,
+    workspace: Workspace,
+    slug: str,
+    name: str = "",
+    data_class: str = DataClass.INTERNAL,
+    description: str = "",
+) -> Project:
+    if data_class not in DataClass.values:
+        raise InvalidRequest(f"Unknown data class {data_class!r}; use one of {', '.join(DataClass.values)}.")
+    if Project.objects.filter(workspace=workspace, slug=slug).exists():
+        raise InvalidRequest(f"Project {slug!r} already exists in {workspace.slug}.")
+    return Project.objects.create(
+        workspace=workspace, slug=slug, name=name or slug, data_class=data_class, description=description
+    )
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    connection: Connection
+    token: str  # shown once, never stored
+
+
+def _check_data_classes(data_classes: Iterable[str]) -> list[str]:
+    chosen = list(dict.fromkeys(data_classes))
+    unknown = [c for c in chosen if c not in DataClass.values]
+    if unknown:
+        raise InvalidRequest(
+            f"Unknown data class {unknown[0]!r}; use one of {', '.join(DataClass.grantable())}."
+        )
+    if DataClass.RESTRICTED in chosen:
+        raise InvalidRequest("The restricted data class can never be granted to an agent.")
+    if not chosen:
+        raise InvalidRequest("Grant at least one data class.")
+    return sorted(chosen, key=DataClass.rank)
+
+
+def _resolve_zone(workspace: Workspace, zone: str | TrustZone) -> TrustZone:
+    if isinstance(zone, TrustZone):
+        if zone.workspace_id != workspace.pk:
+            raise NotFound("No such trust zone.")
+        return zone
+    found = TrustZone.objects.filter(workspace=workspace, name=zone).first()
+    if found is None:
+        names = ", ".join(TrustZone.objects.filter(workspace=workspace).values_list("name", flat=True))
+        raise InvalidRequest(f"No trust zone {zone!r} in {workspace.slug}; zones: {names}.")
+    return found
+
+
+def _expiry(zone: TrustZone, ttl: timedelta | None, now: datetime) -> datetime:
+    lifetime = ttl or settings.UNFORGETTER["TOKEN_DEFAULT_TTL"]
+    if zone.max_token_ttl is not None:
+        if ttl is not None and ttl > zone.max_token_ttl:
+            raise InvalidRequest(
+                f"Zone {zone.name} allows credentials of at most {zone.max_token_ttl}; asked for {ttl}."
+            )
+        lifetime = min(lifetime, zone.max_token_ttl)
+    return now + lifetime
+
+
+@transaction.atomic
+def token_issue(
+    *,
+    workspace: Workspace,
+    actor: str,
+    zone: str | TrustZone,
+    role: str = Connection.Role.READER,
+    projects: Sequence[str] | None = None,
+    data_classes: Iterable[str] = (DataClass.PUBLIC, DataClass.INTERNAL),
+    ttl: timedelta | None = None,
+    label: str = "",
+    issued_by: User | None = None,
+) -> IssuedToken:
+    """Create a personal-token Connection. The raw token is returned once and never stored.
+
+    `projects=None` grants every project whose data class is allowed, including future ones.
+    """
+    actor = actor.strip()
+    if not actor:
+        raise InvalidRequest("An actor name is required.")
+    if role not in Connection.Role.values:
+        raise InvalidRequest(f"Unknown role {role!r}; use reader or contributor.")
+    trust_zone = _resolve_zone(workspace, zone)
+    classes = _check_data_classes(data_classes)
+    chosen_projects: list[Project] = []
+    if projects is not None:
+        slugs = list(dict.fromkeys(projects))
+        chosen_projects = list(Project.objects.filter(workspace=workspace, slug__in=slugs))
+        missing = sorted(set(slugs) - {p.slug for p in chosen_projects})
+        if missing:
+            raise InvalidRequest(f"No project {missing[0]!r} in {workspace.slug}.")
+        if not chosen_projects:
+            raise InvalidRequest("Grant at least one project, or all of them.")
+    now = timezone.now()
+    raw = tokens.generate()
+    connection = Connection.objects.create(
+        workspace=workspace,
+        kind=Connection.Kind.TOKEN,
+        label=label,
+        actor=actor,
+        zone=trust_zone,
+        role=role,
+        all_projects=projects is None,
+        data_classes=classes,
+        token_digest=tokens.digest(raw),
+        token_hint=tokens.hint(raw),
+        created_by=issued_by,
+        created_at=now,
+        expires_at=_expiry(trust_zone, ttl, now),
+    )
+    if chosen_projects:
+        connection.projects.set(chosen_projects)
+    audit_record(
+        workspace=workspace,
+        action=AuditEvent.Action.TOKEN_ISSUED,
+        actor=getattr(issued_by, "username", "") or "operator",
+        user=issued_by,
+        connection=connection,
+        target=connection.actor,
+        detail={
+            "zone": trust_zone.name,
+            "role": role,
+            "data_classes": classes,
+            "expires_at": connection.expires_at.isoformat(),
+        },
+    )
+    return IssuedToken(connection=connection, token=raw)
+
+
+@transaction.atomic
+def connection_revoke(*, connection: Connection, revoked_by: User | None = None) -> Connection:
+    """Revoke a credential. Effective on the next call everywhere: verifiers read the row each time."""
+    locked = Connection.objects.select_for_update().get(pk=connection.pk)
+    if locked.revoked_at is None:
+        locked.revoked_at = timezone.now()
+        locked.save(update_fields=["revoked_at"])
+        audit_record(
+            workspace=locked.workspace,
+            action=AuditEvent.Action.TOKEN_REVOKED,
+            actor=getattr(revoked_by, "username", "") or "operator",
+            user=revoked_by,
+            connection=locked,
+            target=locked.actor,
+        )
+        # OAuth grants lose their DOT tokens with the connection (see workspaces.oauth).
+        if locked.kind == Connection.Kind.OAUTH:
+            from workspaces.oauth import oauth_tokens_revoke
+
+            oauth_tokens_revoke(connection=locked)
+    return locked
+
+
+def connection_for_operator(*, token_or_id: str) -> Connection:
+    """Find a connection by its raw token or its numeric id (the operator's CLI)."""
+    if tokens.looks_like_personal_token(token_or_id):
+        found = Connection.objects.filter(token_digest=tokens.digest(token_or_id)).first()
+    elif token_or_id.isdigit():
+        found = Connection.objects.filter(pk=int(token_or_id)).first()
+    else:
+        found = None
+    if found is None:
+        raise NotFound("No connection matches that token or id.")
+    return found
+
+
+def connection_touch(*, connection: Connection, now: datetime) -> None:
+    """Record use at most once per LAST_USED_RESOLUTION: a conditional update, no lock, no race."""
+    resolution = settings.UNFORGETTER["LAST_USED_RESOLUTION"]
+    Connection.objects.filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - resolution), pk=connection.pk
+    ).update(last_used_at=now)
+    connection.last_used_at = now
+
+
+@transaction.atomic
+def zone_update(
+    *, zone: TrustZone, trust: str, max_token_ttl: timedelta | None, edited_by: User | None = None
+) -> TrustZone:
+    if trust not in TrustZone.Trust.values:
+        raise InvalidRequest(f"Unknown trust level {trust!r}.")
+    zone.trust = trust
+    zone.max_token_ttl = max_token_ttl
+    zone.save(update_fields=["trust", "max_token_ttl"])
+    audit_record(
+        workspace=zone.workspace,
+        action=AuditEvent.Action.ZONE_EDIT,
+        actor=getattr(edited_by, "username", "") or "operator",
+        user=edited_by,
+        target=zone.name,
+        detail={"trust": trust, "max_token_ttl": max_token_ttl.total_seconds() if max_token_ttl else None},
+    )
+    return zone
