@@ -1,0 +1,20 @@
+"""Writes of memory, the only code that changes its rows, one module per concern:
+
+- facts: owner and import writes of canonical items
+- publishing: publication cycles and context-bundle records
+- proposals: the agent write path (submit, consolidate, review)
+"""
+
+from memory.services.facts import default_state, fact_build, fact_create, facts_bulk_create, project_touch
+from memory.services.publishing import context_request_record, publication_bootstrap, publication_record
+
+__all__ = [
+    "context_request_record",
+    "default_state",
+    "fact_build",
+    "fact_create",
+    "facts_bulk_create",
+    "project_touch",
+    "publication_bootstrap",
+    "publication_record",
+]

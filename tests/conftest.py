@@ -1,0 +1,137 @@
+"""Shared fixtures: a live ASGI server on a real socket, MCP clients and domain set-ups."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, cast
+
+import pytest
+import uvicorn
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.test import override_settings
+
+from tests.factories import UserFactory
+from tests.mcp_client import MCPClient
+from workspaces.models import Connection, DataClass, Project, Workspace
+from workspaces.services import project_create, token_issue, workspace_create
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class LiveServer:
+    url: str
+    server: uvicorn.Server
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.url}/mcp"
+
+
+@pytest.fixture(scope="session")
+def live_server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[LiveServer]:
+    """The real ASGI application (router, MCP app, Django) served by uvicorn on a free port.
+
+    PUBLIC_URL is pointed at it, so the MCP resource identifier is the URL clients use.
+    """
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    overrides = override_settings(PUBLIC_URL=url, MCP_RESOURCE_URL=f"{url}/mcp", CSRF_TRUSTED_ORIGINS=[url])
+    overrides.enable()
+    from unforgetter.asgi import Router
+
+    config = uvicorn.Config(Router(), host="127.0.0.1", port=port, lifespan="on", log_level="warning")
+    server = uvicorn.Server(config)
+    with django_db_blocker.unblock():
+        thread = threading.Thread(target=server.run, name="live-asgi", daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError("The live ASGI server did not start.")
+            time.sleep(0.02)
+        yield LiveServer(url=url, server=server)
+        server.should_exit = True
+        thread.join(timeout=10)
+    overrides.disable()
+
+
+@pytest.fixture
+def live(live_server_url: LiveServer, transactional_db: None) -> LiveServer:
+    """The live server, with a test database its threads can see (committed, flushed after)."""
+    return live_server_url
+
+
+@dataclass
+class Tenant:
+    """A workspace with an owner and projects of every data class."""
+
+    workspace: Workspace
+    owner: Any
+    projects: dict[str, Project]
+
+    def issue(self, **kwargs: Any) -> tuple[str, Connection]:
+        options: dict[str, Any] = {
+            "actor": "agent@tests",
+            "zone": "claude",
+            "role": Connection.Role.CONTRIBUTOR,
+            "data_classes": [DataClass.PUBLIC, DataClass.INTERNAL],
+        }
+        options.update(kwargs)
+        issued = token_issue(workspace=self.workspace, **options)
+        return issued.token, issued.connection
+
+
+def make_tenant(slug: str) -> Tenant:
+    owner = cast(User, UserFactory(username=f"{slug}-owner"))
+    workspace = workspace_create(slug=slug, name=slug.title(), owner=owner)
+    projects = {
+        name: project_create(workspace=workspace, slug=name, name=name.title(), data_class=data_class)
+        for name, data_class in [
+            ("handbook", DataClass.PUBLIC),
+            ("platform", DataClass.INTERNAL),
+            ("incidents", DataClass.CONFIDENTIAL),
+            ("payroll", DataClass.RESTRICTED),
+        ]
+    }
+    return Tenant(workspace=workspace, owner=owner, projects=projects)
+
+
+@pytest.fixture
+def tenant(db: None) -> Tenant:
+    return make_tenant("acme")
+
+
+@pytest.fixture
+def other_tenant(db: None) -> Tenant:
+    return make_tenant("globex")
+
+
+@pytest.fixture
+def mcp_client(live: LiveServer) -> Callable[..., MCPClient]:
+    """Build an SDK client for the live server: mcp_client(token, mode="legacy")."""
+
+    def build(token: str | None, mode: str = "legacy") -> MCPClient:
+        return MCPClient(live.mcp_url, token, mode)
+
+    return build
+
+
+@pytest.fixture(params=["legacy", "2026-07-28"], ids=["era-2025-11-25", "era-2026-07-28"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """Run a test once per protocol era."""
+    return str(request.param)
+
+
+def pytest_configure() -> None:
+    # Fast hashing in tests only: users are created in most tests.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
