@@ -23,14 +23,6 @@ DEBUG = env.bool("DEBUG", default=False)
 TESTING = env.bool("UNFORGETTER_TESTING", default=False)
 
 _DEV_SECRET = "dev-only-insecure-secret-key-change-me-0123456789abcdef"  # noqa: S105
-SECRET_KEY = env.str("SECRET_KEY", default="")
-if not SECRET_KEY:
-    # The embedded default runs on a developer's machine: a fixed key keeps sessions and signed
-    # cursors valid across restarts there. A deployment on a real database must set its own.
-    if env.str("DATABASE_URL", default="") and not (DEBUG or TESTING):
-        raise ImproperlyConfigured("SECRET_KEY must be set when DATABASE_URL is set.")
-    SECRET_KEY = _DEV_SECRET
-
 # The public origin the server is reached at; the MCP resource identifier and the OAuth issuer
 # are derived from it, so it must be exactly what clients type.
 PUBLIC_URL = env.str("PUBLIC_URL", default="http://127.0.0.1:8000").rstrip("/")
@@ -116,6 +108,14 @@ else:
     raise ImproperlyConfigured(f"Unsupported database engine {_db['ENGINE']!r}: use PostgreSQL or SQLite.")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    # The embedded default (SQLite) runs on one machine: a fixed key keeps sessions and signed
+    # cursors valid across restarts there. A deployment on PostgreSQL must set its own.
+    if _db["ENGINE"] != "django.db.backends.sqlite3" and not (DEBUG or TESTING):
+        raise ImproperlyConfigured("SECRET_KEY must be set when running on PostgreSQL.")
+    SECRET_KEY = _DEV_SECRET
 
 # --- Cache ------------------------------------------------------------------------------------
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://unforgetter")}

@@ -66,6 +66,29 @@ def workspace_create(*, slug: str, name: str = "", owner: User | None = None) ->
     return workspace
 
 
+@transaction.atomic
+def workspace_delete(*, workspace: Workspace, confirm: str) -> dict[str, int]:
+    """Delete a workspace and everything in it: memory, proposals, credentials, audit.
+
+    Served paths stop at once: credentials and items are gone from the database, and compiled
+    bundles are keyed by credentials that no longer authenticate. `confirm` must repeat the slug.
+    """
+    if confirm != workspace.slug:
+        raise InvalidRequest("Type the workspace's slug to confirm deletion.")
+    from memory.models import Fact
+
+    # Supersession links are PROTECT (history must not vanish one row at a time); a whole
+    # workspace goes at once, so unlink them first.
+    Fact.objects.filter(workspace=workspace).update(supersedes=None)
+    for connection in Connection.objects.filter(workspace=workspace, kind=Connection.Kind.OAUTH):
+        from workspaces.oauth import oauth_tokens_revoke
+
+        oauth_tokens_revoke(connection=connection)
+    Connection.objects.filter(workspace=workspace).delete()
+    _, counts = workspace.delete()
+    return counts
+
+
 def membership_add(*, workspace: Workspace, user: User, role: str = Membership.Role.OWNER) -> Membership:
     membership, _ = Membership.objects.update_or_create(
         workspace=workspace, user=user, defaults={"role": role}
