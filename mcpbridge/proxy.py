@@ -28,7 +28,7 @@ logger = logging.getLogger("unforgetter.proxy")
 
 UNAUTHORIZED = ErrorData(
     code=-32001,
-    message="unauthorized: the token is unknown, expired or revoked. A new token must be issued by the owner.",
+    message="unauthorized: the token is unknown, expired or revoked; the owner must issue a new one.",
     data={"code": "unauthorized", "http_status": 401},
 )
 
