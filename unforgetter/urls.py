@@ -8,5 +8,6 @@ urlpatterns = [
     path(".well-known/oauth-protected-resource", workspace_views.protected_resource_metadata),
     path(".well-known/oauth-protected-resource/mcp", workspace_views.protected_resource_metadata),
     path("admin/", admin.site.urls),
+    path("api/v1/", include("memory.api_urls", namespace="api")),
     path("oauth/", include("oauth2_provider.urls", namespace="oauth2_provider")),
 ]

@@ -1,0 +1,123 @@
+"""The REST API for scripts and snapshot prefetch (e.g. a Codex Cloud set-up step).
+
+Same credentials, scoping and payloads as the MCP tools; errors are RFC 9457 problem JSON with the
+same stable codes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView, exception_handler
+
+from memory.context import context_for_agent
+from memory.selectors import search_for_agent
+from workspaces.authentication import ConnectionAuthentication
+from workspaces.exceptions import InvalidRequest, UnforgetterError
+from workspaces.models import Connection
+from workspaces.selectors import project_catalogue, project_for_agent
+
+
+def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """UnforgetterError -> problem JSON with its code and action; everything else as DRF does."""
+    if isinstance(exc, UnforgetterError):
+        body = {
+            "type": f"https://unforgetter.com/docs/errors#{exc.code}",
+            "title": exc.code.replace("_", " "),
+            "status": exc.http_status,
+            "detail": exc.message,
+            "code": exc.code,
+            "action": exc.action,
+        }
+        return Response(body, status=exc.http_status, content_type="application/problem+json")
+    return exception_handler(exc, context)
+
+
+class ConnectionAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = "workspaces.authentication.ConnectionAuthentication"
+    name = "bearer"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An Unforgetter token (unf_...) or OAuth token.",
+        }
+
+
+class AgentAPIView(APIView):
+    authentication_classes = [ConnectionAuthentication]
+    permission_classes = [IsAuthenticated]
+
+    def connection(self, request: Request) -> Connection:
+        assert isinstance(request.auth, Connection)
+        return request.auth
+
+
+class _ContextQuery(serializers.Serializer[Any]):
+    task = serializers.CharField(max_length=2000)
+
+
+class _SearchQuery(serializers.Serializer[Any]):
+    q = serializers.CharField(max_length=500)
+    cursor = serializers.CharField(max_length=512, required=False)
+
+
+def _valid(serializer: serializers.Serializer[Any]) -> dict[str, Any]:
+    if not serializer.is_valid():
+        field, errors = next(iter(serializer.errors.items()))
+        raise InvalidRequest(f"{field}: {errors[0]}")
+    return dict(serializer.validated_data)
+
+
+class ProjectList(AgentAPIView):
+    @extend_schema(
+        summary="The projects this credential may use (list_projects).", responses=OpenApiTypes.OBJECT
+    )
+    def get(self, request: Request) -> Response:
+        projects = project_catalogue(self.connection(request))
+        return Response(
+            {
+                "projects": [
+                    {"id": p.slug, "name": p.name, "data_class": p.data_class, "updated_at": p.updated_at}
+                    for p in projects
+                ]
+            }
+        )
+
+
+class ProjectContext(AgentAPIView):
+    @extend_schema(
+        summary="The compiled context bundle for a task (get_context).",
+        parameters=[OpenApiParameter("task", str, required=True)],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request, project_id: str) -> Response:
+        task = _valid(_ContextQuery(data=request.query_params))["task"]
+        connection = self.connection(request)
+        project = project_for_agent(connection, project_id)
+        return Response(context_for_agent(connection=connection, project=project, task=task))
+
+
+class ProjectSearch(AgentAPIView):
+    @extend_schema(
+        summary="One page of full-text search results (search_memory).",
+        parameters=[OpenApiParameter("q", str, required=True), OpenApiParameter("cursor", str)],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request, project_id: str) -> Response:
+        query = _valid(_SearchQuery(data=request.query_params))
+        connection = self.connection(request)
+        project = project_for_agent(connection, project_id)
+        return Response(
+            search_for_agent(
+                connection=connection, project=project, query=query["q"], cursor=query.get("cursor")
+            )
+        )

@@ -1,0 +1,43 @@
+"""Bearer-credential authentication for the REST API: the same credentials and checks as /mcp."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.request import Request
+
+from workspaces.models import Connection
+from workspaces.selectors import connection_for_bearer
+
+
+@dataclass(frozen=True)
+class AgentPrincipal:
+    """`request.user` for a request authenticated by an agent credential."""
+
+    connection: Connection
+    is_authenticated: bool = True
+    is_anonymous: bool = False
+
+    @property
+    def username(self) -> str:
+        return self.connection.actor
+
+
+class ConnectionAuthentication(BaseAuthentication):
+    def authenticate(self, request: Request) -> tuple[AgentPrincipal, Connection] | None:
+        header = get_authorization_header(request).decode("latin-1")
+        scheme, _, raw = header.partition(" ")
+        if scheme.lower() != "bearer" or not raw.strip():
+            return None
+        found = connection_for_bearer(raw.strip())
+        if found is None or found[1].rstrip("/") != settings.MCP_RESOURCE_URL.rstrip("/"):
+            from rest_framework.exceptions import AuthenticationFailed
+
+            raise AuthenticationFailed("The token is unknown, expired or revoked.")
+        connection = found[0]
+        return AgentPrincipal(connection), connection
+
+    def authenticate_header(self, request: Request) -> str:
+        return f'Bearer resource_metadata="{settings.PUBLIC_URL}/.well-known/oauth-protected-resource/mcp"'
