@@ -18,7 +18,7 @@ def check_public_url(app_configs: Any = None, **kwargs: Any) -> list[CheckMessag
         return [
             Warning(
                 f"PUBLIC_URL {settings.PUBLIC_URL} is plain HTTP on a non-loopback host.",
-                hint="OAuth clients, claude.ai and ChatGPT require HTTPS: put TLS in front and set PUBLIC_URL.",
+                hint="OAuth clients, claude.ai and ChatGPT need HTTPS: put TLS in front and set PUBLIC_URL.",
                 id="unforgetter.W001",
             )
         ]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.test import override_settings
 
 from workspaces.checks import check_product_limits, check_public_url
@@ -14,6 +16,6 @@ def test_plain_http_public_url_on_a_real_host_warns() -> None:
         assert [m.id for m in check_public_url()] == ["unforgetter.E001"]
 
 
-def test_non_positive_bundle_limits_are_errors(settings) -> None:  # type: ignore[no-untyped-def]
+def test_non_positive_bundle_limits_are_errors(settings: Any) -> None:
     settings.UNFORGETTER = {**settings.UNFORGETTER, "CONTEXT_MAX_ITEMS": 0}
     assert [m.id for m in check_product_limits()] == ["unforgetter.E002"]
