@@ -47,7 +47,7 @@ def main() -> int:
     path = f"{parts.path}?{parts.query}"
     page = client.get(path)
     if page.status_code != 200:
-        print(f"authorize answered {page.status_code}: {page.get('Location', page.content[:300])}")
+        print(f"authorize answered {page.status_code}: {page.get('Location') or page.content[:300]!r}")
         return 1
     text = page.content.decode()
     form = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', text))
