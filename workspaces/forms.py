@@ -22,13 +22,9 @@ def owned_workspaces(user: User) -> list[Workspace]:
 
 
 def guess_zone(zones: list[TrustZone], client_name: str) -> str:
-    """The zone named in the client's name (Claude Code -> claude), else the first high-trust one."""
+    """The zone named in the client's name (Claude Code -> claude), else none: the owner chooses."""
     lowered = client_name.lower()
-    for zone in zones:
-        if zone.name in lowered:
-            return zone.name
-    high = [z for z in zones if z.trust == TrustZone.Trust.HIGH]
-    return (high or zones)[0].name if zones else ""
+    return next((zone.name for zone in zones if zone.name in lowered), "")
 
 
 class ConsentForm(AllowForm):
@@ -80,7 +76,9 @@ class ConsentForm(AllowForm):
             zones = list(TrustZone.objects.filter(workspace=self.chosen_workspace).order_by("name"))
             self.fields["workspace"].initial = self.chosen_workspace.slug
         self.fields["projects"].choices = [(p.slug, f"{p.name} ({p.data_class})") for p in projects]
-        self.fields["zone"].choices = [(z.name, f"{z.name} ({z.trust} trust)") for z in zones]
+        self.fields["zone"].choices = [("", "Choose a zone")] + [
+            (z.name, f"{z.name} ({z.trust} trust)") for z in zones
+        ]
         self.fields["zone"].initial = guess_zone(zones, client_name)
 
     def clean(self) -> dict[str, Any]:

@@ -20,7 +20,7 @@ urlpatterns = [
     path("register/", oauth_views.RegistrationView.as_view(), name="dcr-register"),
     path(
         "register/<str:client_id>/",
-        dot_views.DynamicClientRegistrationManagementView.as_view(),
+        oauth_views.RegistrationManagementView.as_view(),
         name="dcr-register-management",
     ),
 ]

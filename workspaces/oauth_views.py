@@ -20,20 +20,24 @@ from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.models import get_application_model
 from oauth2_provider.scopes import get_scopes_backend
 from oauth2_provider.settings import oauth2_settings
-from oauth2_provider.views import AuthorizationView, DynamicClientRegistrationView
+from oauth2_provider.views import (
+    AuthorizationView,
+    DynamicClientRegistrationManagementView,
+    DynamicClientRegistrationView,
+)
 from oauth2_provider.views.metadata import OAuthProtectedResourceMetadataView
 from oauthlib.oauth2.rfc6749 import errors as oauth_errors
 
 from workspaces.exceptions import UnforgetterError
 from workspaces.forms import ConsentForm
-from workspaces.models import Workspace
+from workspaces.models import Connection, Workspace
 from workspaces.oauth import redirect_uri_problem, registration_throttle_hit, resource_error
 from workspaces.selectors import SCOPE_READ, scopes_for_role
-from workspaces.services import oauth_connection_grant
+from workspaces.services import connection_revoke, oauth_connection_grant
 
 REGISTRATION_LABELS = {
     "manual": "registered by an operator",
-    "dcr": "registered itself (dynamic client registration)",
+    "dcr": "registered itself by dynamic client registration",
     "cimd": "identified by its client metadata document",
 }
 
@@ -77,16 +81,56 @@ class RegistrationView(DynamicClientRegistrationView):
             )
             response["Retry-After"] = str(wait)
             return response
-        try:
-            metadata = json.loads(request.body)
-        except (ValueError, UnicodeDecodeError):
-            metadata = None
-        if isinstance(metadata, dict):
-            refused = _metadata_problem(metadata)
-            if refused is not None:
-                return refused
+        refused = _parsed_problem(request)
+        if refused is not None:
+            return refused
         registered: HttpResponse = super().post(request, *args, **kwargs)
         return registered
+
+
+def _parsed_problem(request: HttpRequest) -> JsonResponse | None:
+    try:
+        metadata = json.loads(request.body)
+    except (ValueError, UnicodeDecodeError):
+        return None  # DOT answers malformed bodies itself
+    return _metadata_problem(metadata) if isinstance(metadata, dict) else None
+
+
+class RegistrationManagementView(DynamicClientRegistrationManagementView):
+    """RFC 7592, under the same client policy as registration.
+
+    A client that deletes its registration after someone consented to it loses its connections
+    (revoked, with their tokens) but its record stays, unusable, so the connections and their
+    audit trail keep pointing at what they were granted to.
+    """
+
+    def put(self, request: HttpRequest, client_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
+        auth = self._authenticate_registration_request(request, client_id)
+        if isinstance(auth, HttpResponse):
+            return auth
+        refused = _parsed_problem(request)
+        if refused is not None:
+            return refused
+        updated: HttpResponse = super().put(request, client_id, *args, **kwargs)
+        return updated
+
+    def delete(self, request: HttpRequest, client_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
+        auth = self._authenticate_registration_request(request, client_id)
+        if isinstance(auth, HttpResponse):
+            return auth
+        application = auth.application
+        if not Connection.objects.filter(oauth_application=application).exists():
+            deleted: HttpResponse = super().delete(request, client_id, *args, **kwargs)
+            return deleted
+        with transaction.atomic():
+            for connection in Connection.objects.filter(
+                oauth_application=application, revoked_at__isnull=True
+            ):
+                connection_revoke(connection=connection)
+            application.redirect_uris = ""  # no redirect URI: no authorization request can succeed
+            application.save(update_fields=["redirect_uris", "updated"])
+            auth.registration_token.delete()
+        return HttpResponse(status=204)
 
 
 def _metadata_problem(metadata: dict[str, Any]) -> JsonResponse | None:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import httpx
 
 from tests.conftest import LiveServer, Tenant
-from tests.workspaces.oauth_harness import Consent, ConsentDriver, OAuthMCPClient, session_cookies
+from tests.workspaces.oauth_harness import (
+    Consent,
+    ConsentDriver,
+    HandClient,
+    OAuthMCPClient,
+    pkce_pair,
+    session_cookies,
+)
 from workspaces.models import Connection
 
 
@@ -35,3 +42,31 @@ def test_unauthenticated_call_is_challenged_with_metadata_and_scope(oauth_live: 
     challenge = response.headers["www-authenticate"]
     assert f'resource_metadata="{oauth_live.url}/.well-known/oauth-protected-resource/mcp"' in challenge
     assert 'scope="memory:read memory:propose"' in challenge
+
+
+def test_consent_page_shows_who_asks_for_what_and_where_it_returns(
+    oauth_live: LiveServer, tenant: Tenant
+) -> None:
+    hand = HandClient.register(
+        oauth_live.url, client_name="Cursor", redirect_uris=["http://127.0.0.1:33418/callback"]
+    )
+    driver = ConsentDriver(oauth_live.url, session_cookies(tenant.owner), Consent(approve=False))
+    _, challenge = pkce_pair()
+    driver.run(
+        hand.authorize_url(
+            code_challenge=challenge,
+            code_challenge_method="S256",
+            resource=oauth_live.mcp_url,
+            scope="memory:read memory:propose openid",
+        )
+    )
+    page = driver.pages[0]
+    assert "Connect Cursor to Unforgetter?" in page
+    assert "registered itself by dynamic client registration" in page
+    assert "127.0.0.1:33418" in page
+    assert "memory:read" in page
+    assert "memory:propose" in page
+    assert oauth_live.mcp_url in page
+    assert "ignored: openid" in page
+    assert '<option value="cursor" selected>' in page, "the zone is guessed from the client name"
+    assert "Payroll" not in page, "restricted projects are never offered"

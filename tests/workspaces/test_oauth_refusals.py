@@ -416,3 +416,54 @@ def test_registration_flood_from_one_address_is_throttled(oauth_live: LiveServer
     assert int(refused.headers["retry-after"]) > 0
     assert refused.json()["error"] == "rate_limited"
     assert Application.objects.count() == 3
+
+
+def _registration(live: LiveServer) -> dict[str, Any]:
+    response = _register(live)
+    assert response.status_code == 201
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def test_registration_update_is_held_to_the_same_policy(oauth_live: LiveServer) -> None:
+    registered = _registration(oauth_live)
+    response = httpx.put(
+        registered["registration_client_uri"],
+        json={"redirect_uris": ["http://evil.example/cb"], "token_endpoint_auth_method": "none"},
+        headers={"Authorization": f"Bearer {registered['registration_access_token']}"},
+    )
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_redirect_uri"
+    assert Application.objects.get(client_id=registered["client_id"]).redirect_uris == CALLBACK
+
+
+def test_deregistering_a_consented_client_revokes_its_connection_and_keeps_the_record(
+    oauth_live: LiveServer, driver: ConsentDriver
+) -> None:
+    registered = _registration(oauth_live)
+    hand = HandClient(base_url=oauth_live.url, client_id=registered["client_id"])
+    tokens = hand.obtain(driver, oauth_live.mcp_url)
+
+    response = httpx.delete(
+        registered["registration_client_uri"],
+        headers={"Authorization": f"Bearer {registered['registration_access_token']}"},
+    )
+
+    assert response.status_code == 204
+    assert _mcp_status(oauth_live, tokens["access_token"]).status_code == 401
+    connection = Connection.objects.get(kind=Connection.Kind.OAUTH)
+    assert connection.revoked_at is not None
+    assert Application.objects.get(client_id=hand.client_id).redirect_uris == ""
+    _, url = _s256_url(hand, oauth_live)
+    with httpx.Client(cookies=driver.cookies) as http:
+        assert http.get(url).status_code == 400
+
+
+def test_deregistering_an_unused_client_deletes_it(oauth_live: LiveServer) -> None:
+    registered = _registration(oauth_live)
+    response = httpx.delete(
+        registered["registration_client_uri"],
+        headers={"Authorization": f"Bearer {registered['registration_access_token']}"},
+    )
+    assert response.status_code == 204
+    assert not Application.objects.exists()
