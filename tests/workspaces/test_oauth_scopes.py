@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 
@@ -17,7 +19,10 @@ from workspaces.models import Connection
 
 def _verified_scopes(raw: str) -> list[str] | None:
     async def verify() -> list[str] | None:
-        token = await ConnectionTokenVerifier().verify_token(raw)
+        try:
+            token = await ConnectionTokenVerifier().verify_token(raw)
+        finally:
+            await sync_to_async(connections.close_all)()
         return None if token is None else token.scopes
 
     return asyncio.run(verify())
@@ -46,7 +51,12 @@ def test_role_narrows_a_token_that_claims_more(oauth_live: LiveServer, tenant: T
 
 def _run_with_token(raw: str, scope: str) -> None:
     async def call() -> None:
-        token = await ConnectionTokenVerifier().verify_token(raw)
+        try:
+            token = await ConnectionTokenVerifier().verify_token(raw)
+        finally:
+            # The verifier's thread keeps its own connection; close it so the test database
+            # can be dropped at the end of the run.
+            await sync_to_async(connections.close_all)()
         assert token is not None
         reset = auth_context_var.set(AuthenticatedUser(token))
         try:
