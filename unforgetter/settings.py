@@ -162,6 +162,9 @@ OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"  # noqa: S1
 OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
 OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"  # noqa: S105
 OAUTH2_PROVIDER_DEVICE_GRANT_MODEL = "oauth2_provider.DeviceGrant"
+# Redirect URIs are https or loopback http; native apps that insist on a private-use scheme
+# (RFC 8252 section 7.1, e.g. cursor://) can be allowed by naming the scheme here.
+OAUTH_NATIVE_REDIRECT_SCHEMES = env.list("OAUTH_NATIVE_REDIRECT_SCHEMES", default=[])
 OAUTH2_PROVIDER = {
     # OAuth 2.1 for MCP clients: authorization code with PKCE (S256 only), refresh tokens rotated
     # with reuse detection, nothing else (no implicit, no password, no client credentials).
@@ -182,7 +185,7 @@ OAUTH2_PROVIDER = {
     "REQUEST_APPROVAL_PROMPT": "force",
     # Redirect URIs: https, or http on a loopback address (RFC 8252 native clients, any port);
     # workspaces.oauth narrows plain http to loopback hosts.
-    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https", *OAUTH_NATIVE_REDIRECT_SCHEMES],
     "ALLOW_LOCALHOST_LOOPBACK": True,
     "ALLOW_URI_WILDCARDS": False,
     # The issuer is our public origin, whatever Host a request arrived with (RFC 8414, RFC 9207).

@@ -81,13 +81,19 @@ def resource_error(
 
 
 def redirect_uri_problem(uri: str) -> str | None:
-    """Why a redirect URI is refused (https, or http on a loopback host only), or None."""
+    """Why a redirect URI is refused, or None.
+
+    Allowed: https, http on a loopback host (any port, RFC 8252), and the private-use schemes
+    named in OAUTH_NATIVE_REDIRECT_SCHEMES (none by default).
+    """
     try:
         parts = urlsplit(uri)
     except ValueError:
         return f"{uri!r} is not a URI."
     if parts.fragment or "#" in uri:
         return f"{uri!r} must not carry a fragment."
+    if parts.scheme and parts.scheme in settings.OAUTH_NATIVE_REDIRECT_SCHEMES:
+        return None
     if not parts.hostname:
         return f"{uri!r} must be an absolute https URI or an http loopback URI."
     if parts.scheme == "https":

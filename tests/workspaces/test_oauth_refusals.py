@@ -467,3 +467,14 @@ def test_deregistering_an_unused_client_deletes_it(oauth_live: LiveServer) -> No
     )
     assert response.status_code == 204
     assert not Application.objects.exists()
+
+
+def test_a_named_native_scheme_can_be_allowed(oauth_live: LiveServer, settings: Any) -> None:
+    settings.OAUTH_NATIVE_REDIRECT_SCHEMES = ["cursor"]
+    settings.OAUTH2_PROVIDER = {
+        **settings.OAUTH2_PROVIDER,
+        "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https", "cursor"],
+    }
+    allowed = _register(oauth_live, redirect_uris=["cursor://anysphere.cursor-mcp/oauth/callback"])
+    assert allowed.status_code == 201, allowed.text
+    assert _register(oauth_live, redirect_uris=["vscode://callback"]).status_code == 400
