@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.applications import Starlette
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mcpbridge.auth import SCOPE_PROPOSE, SCOPE_READ
 from mcpbridge.server import build_server
 
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
@@ -25,10 +27,50 @@ def transport_security() -> TransportSecuritySettings:
     )
 
 
-def build_mcp_app() -> Starlette:
-    return build_server().streamable_http_app(
+class ChallengeScope:
+    """Adds `scope` to the SDK's Bearer challenges (MCP authorization, RFC 6750 section 3).
+
+    The SDK's RequireAuthMiddleware answers 401 and 403 `insufficient_scope` with
+    `resource_metadata` but no `scope`, so a client would not know to ask for `memory:propose`.
+    A 401 names every scope a connection can use (the consent page decides what is granted);
+    a 403 names the scope the request lacked.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_scope(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] in (401, 403):
+                message = {**message, "headers": _with_scope(message.get("headers", []), message["status"])}
+            await send(message)
+
+        await self.app(scope, receive, send_with_scope)
+
+
+def _with_scope(headers: Any, status: int) -> list[tuple[bytes, bytes]]:
+    wanted = f"{SCOPE_READ} {SCOPE_PROPOSE}" if status == 401 else SCOPE_READ
+    result = []
+    for name, value in headers:
+        if (
+            name.lower() == b"www-authenticate"
+            and value.lower().startswith(b"bearer")
+            and b"scope=" not in value
+        ):
+            value = value + f', scope="{wanted}"'.encode()
+        result.append((name, value))
+    return result
+
+
+def build_mcp_app() -> ASGIApp:
+    app = build_server().streamable_http_app(
         streamable_http_path="/mcp",
         stateless_http=True,
         json_response=True,
         transport_security=transport_security(),
     )
+    return ChallengeScope(app)

@@ -15,31 +15,36 @@ from django.utils import timezone
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 
-from workspaces.exceptions import Unauthorized
+from workspaces.exceptions import ForbiddenScope, Unauthorized
 from workspaces.models import Connection
-from workspaces.selectors import connection_for_bearer, last_used_is_stale
+from workspaces.selectors import (
+    SCOPE_PROPOSE,
+    SCOPE_READ,
+    BearerMatch,
+    connection_for_bearer,
+    last_used_is_stale,
+    scopes_for_role,
+)
 from workspaces.services import connection_touch
 
-SCOPE_READ = "memory:read"
-SCOPE_PROPOSE = "memory:propose"
+__all__ = ["SCOPE_PROPOSE", "SCOPE_READ", "ConnectionTokenVerifier", "current_connection", "require_scope"]
 
 _verified: ContextVar[Connection | None] = ContextVar("unforgetter_connection", default=None)
 
 
 def scopes_for(connection: Connection) -> list[str]:
-    return [SCOPE_READ, SCOPE_PROPOSE] if connection.can_propose else [SCOPE_READ]
+    return sorted(scopes_for_role(connection.role))
 
 
-def authenticate(raw: str) -> tuple[Connection, str] | None:
-    """The Connection behind a bearer credential and the resource it was issued for."""
+def authenticate(raw: str) -> BearerMatch | None:
+    """The Connection behind a bearer credential, the resource it was issued for, its scopes."""
     found = connection_for_bearer(raw)
     if found is None:
         return None
-    connection, resource = found
     now = timezone.now()
-    if last_used_is_stale(connection, now):
-        connection_touch(connection=connection, now=now)
-    return connection, resource
+    if last_used_is_stale(found.connection, now):
+        connection_touch(connection=found.connection, now=now)
+    return found
 
 
 class ConnectionTokenVerifier:
@@ -47,15 +52,15 @@ class ConnectionTokenVerifier:
         found = await sync_to_async(authenticate)(token)
         if found is None:
             return None
-        connection, resource = found
+        connection = found.connection
         _verified.set(connection)
         return AccessToken(
             token=token,
             client_id=f"connection:{connection.pk}",
             subject=connection.actor,
-            scopes=scopes_for(connection),
+            scopes=sorted(found.scopes),
             expires_at=int(connection.expires_at.timestamp()),
-            resource=resource,
+            resource=found.resource,
         )
 
 
@@ -66,6 +71,22 @@ def current_connection() -> Connection:
     if token is None or connection is None or token.client_id != f"connection:{connection.pk}":
         raise Unauthorized("This request carries no valid credential.")
     return connection
+
+
+def require_scope(scope: str) -> None:
+    """Refuse the current tool call unless the request's credential carries `scope`.
+
+    Personal tokens carry the scopes of their role; OAuth tokens carry what was consented,
+    narrowed to the role. Raised as a tool error (forbidden_scope), not an HTTP status.
+    """
+    current_connection()
+    token = get_access_token()
+    if token is None or scope not in token.scopes:
+        what = "propose memory changes" if scope == SCOPE_PROPOSE else f"use the {scope} scope"
+        raise ForbiddenScope(
+            f"This credential may not {what}: it lacks the {scope} scope.",
+            action="Do not retry. Ask the workspace owner for a contributor connection.",
+        )
 
 
 def resource_url() -> str:

@@ -171,15 +171,56 @@ OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"  # noqa: S1
 OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
 OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"  # noqa: S105
 OAUTH2_PROVIDER_DEVICE_GRANT_MODEL = "oauth2_provider.DeviceGrant"
+# Redirect URIs are https or loopback http; native apps that insist on a private-use scheme
+# (RFC 8252 section 7.1, e.g. cursor://) can be allowed by naming the scheme here.
+OAUTH_NATIVE_REDIRECT_SCHEMES = env.list("OAUTH_NATIVE_REDIRECT_SCHEMES", default=[])
 OAUTH2_PROVIDER = {
+    # OAuth 2.1 for MCP clients: authorization code with PKCE (S256 only), refresh tokens rotated
+    # with reuse detection, nothing else (no implicit, no password, no client credentials).
+    "OAUTH2_VALIDATOR_CLASS": "workspaces.oauth.UnforgetterOAuth2Validator",
     "PKCE_REQUIRED": True,
-    "ALLOWED_GRANT_TYPES": ["authorization_code", "refresh_token"],
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
     "ACCESS_TOKEN_EXPIRE_SECONDS": env.int("OAUTH_ACCESS_TOKEN_SECONDS", default=3600),
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
     "REFRESH_TOKEN_EXPIRE_SECONDS": env.int("OAUTH_REFRESH_TOKEN_SECONDS", default=30 * 24 * 3600),
     "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": 0,
     "SCOPES": {"memory:read": "Read memory", "memory:propose": "Propose memory changes"},
     "DEFAULT_SCOPES": ["memory:read"],
+    # Always show the consent page: approving it is what creates the scoped Connection.
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # Redirect URIs: https, or http on a loopback address (RFC 8252 native clients, any port);
+    # workspaces.oauth narrows plain http to loopback hosts.
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https", *OAUTH_NATIVE_REDIRECT_SCHEMES],
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "ALLOW_URI_WILDCARDS": False,
+    # The issuer is our public origin, whatever Host a request arrived with (RFC 8414, RFC 9207).
+    "OIDC_ISS_ENDPOINT": PUBLIC_URL,
+    # RFC 7591 open registration (throttled per address in workspaces.oauth_views) and
+    # client-ID metadata documents.
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "CIMD_ENABLED": True,
+    # RFC 9700: enforce every best-current-practice gate DOT has.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "Unforgetter memory",
 }
+# Open registration is throttled per client address (a fixed window in the Django cache), and
+# registrations that never led to a consent are pruned after OAUTH_CLIENT_PRUNE_AFTER.
+OAUTH_REGISTRATIONS_PER_WINDOW = env.int("OAUTH_REGISTRATIONS_PER_WINDOW", default=20)
+OAUTH_REGISTRATION_WINDOW = timedelta(seconds=env.int("OAUTH_REGISTRATION_WINDOW_SECONDS", default=3600))
+OAUTH_CLIENT_PRUNE_AFTER = timedelta(days=env.int("OAUTH_CLIENT_PRUNE_AFTER_DAYS", default=7))
 
 # --- Celery ------------------------------------------------------------------------------------------
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")

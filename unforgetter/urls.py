@@ -1,13 +1,21 @@
 from django.contrib import admin
 from django.urls import include, path
+from oauth2_provider.views import OAuthServerMetadataView
 
 from workspaces import views as workspace_views
+from workspaces.oauth_views import ProtectedResourceMetadataView
 
 urlpatterns = [
     path("healthz", workspace_views.healthz, name="healthz"),
-    path(".well-known/oauth-protected-resource", workspace_views.protected_resource_metadata),
-    path(".well-known/oauth-protected-resource/mcp", workspace_views.protected_resource_metadata),
+    # RFC 9728, root and path forms (Codex reads the path form after a 405 on GET /mcp).
+    path(".well-known/oauth-protected-resource", ProtectedResourceMetadataView.as_view()),
+    path(".well-known/oauth-protected-resource/mcp", ProtectedResourceMetadataView.as_view()),
+    path(
+        ".well-known/oauth-authorization-server",
+        OAuthServerMetadataView.as_view(),
+        name="oauth-authorization-server",
+    ),
     path("admin/", admin.site.urls),
     path("api/v1/", include("memory.api_urls", namespace="api")),
-    path("oauth/", include("oauth2_provider.urls", namespace="oauth2_provider")),
+    path("oauth/", include("workspaces.oauth_urls", namespace="oauth2_provider")),
 ]

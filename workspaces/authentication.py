@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from workspaces.models import Connection
-from workspaces.selectors import connection_for_bearer
+from workspaces.selectors import SCOPE_READ, connection_for_bearer
 
 
 @dataclass(frozen=True)
@@ -32,12 +33,15 @@ class ConnectionAuthentication(BaseAuthentication):
         if scheme.lower() != "bearer" or not raw.strip():
             return None
         found = connection_for_bearer(raw.strip())
-        if found is None or found[1].rstrip("/") != settings.MCP_RESOURCE_URL.rstrip("/"):
-            from rest_framework.exceptions import AuthenticationFailed
-
+        # The API serves the same resource as /mcp: a token bound elsewhere, or one without the
+        # read scope, carries no authority here.
+        if (
+            found is None
+            or found.resource.rstrip("/") != settings.MCP_RESOURCE_URL.rstrip("/")
+            or SCOPE_READ not in found.scopes
+        ):
             raise AuthenticationFailed("The token is unknown, expired or revoked.")
-        connection = found[0]
-        return AgentPrincipal(connection), connection
+        return AgentPrincipal(found.connection), found.connection
 
     def authenticate_header(self, request: Request) -> str:
         return f'Bearer resource_metadata="{settings.PUBLIC_URL}/.well-known/oauth-protected-resource/mcp"'

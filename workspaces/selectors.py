@@ -7,6 +7,7 @@ start from the credential's workspace, so no argument can name another tenant's 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import NamedTuple
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -36,20 +37,43 @@ def connection_for_token(raw: str, *, now: datetime | None = None) -> Connection
     return connection
 
 
-def connection_for_bearer(raw: str) -> tuple[Connection, str] | None:
-    """The usable Connection behind any bearer credential, with the resource it was issued for.
+SCOPE_READ = "memory:read"
+SCOPE_PROPOSE = "memory:propose"
 
-    Personal tokens are ours and always for the MCP resource; anything else may be an OAuth
-    access token, whose bound resource the caller must check.
+
+def scopes_for_role(role: str) -> frozenset[str]:
+    """The OAuth scopes a Connection's role allows: readers read, contributors also propose."""
+    if role == Connection.Role.CONTRIBUTOR:
+        return frozenset({SCOPE_READ, SCOPE_PROPOSE})
+    return frozenset({SCOPE_READ})
+
+
+class BearerMatch(NamedTuple):
+    """A presented credential's Connection, the resource it was issued for, and its scopes."""
+
+    connection: Connection
+    resource: str
+    scopes: frozenset[str]
+
+
+def connection_for_bearer(raw: str) -> BearerMatch | None:
+    """The usable Connection behind any bearer credential, with its resource and scopes.
+
+    Personal tokens are ours, always for the MCP resource, with the scopes of their role; anything
+    else may be an OAuth access token, whose bound resource the caller must check and whose scopes
+    are the token's narrowed to the role.
     """
     if len(raw) > 4096:
         return None
     if tokens.looks_like_personal_token(raw):
         connection = connection_for_token(raw)
-        return (connection, settings.MCP_RESOURCE_URL) if connection else None
-    from workspaces.oauth import connection_for_oauth_token
+        if connection is None:
+            return None
+        return BearerMatch(connection, settings.MCP_RESOURCE_URL, scopes_for_role(connection.role))
+    from workspaces.oauth import oauth_grant_for_token
 
-    return connection_for_oauth_token(raw)
+    grant = oauth_grant_for_token(raw)
+    return BearerMatch(grant.connection, grant.resource, grant.scopes) if grant else None
 
 
 def allowed_data_classes(connection: Connection) -> list[str]:

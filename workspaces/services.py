@@ -289,3 +289,80 @@ def zone_update(
         detail={"trust": trust, "max_token_ttl": max_token_ttl.total_seconds() if max_token_ttl else None},
     )
     return zone
+
+
+@transaction.atomic
+def oauth_connection_grant(
+    *,
+    application: Any,
+    user: User,
+    workspace: Workspace,
+    zone: str | TrustZone,
+    role: str = Connection.Role.READER,
+    projects: Sequence[str] | None = None,
+    data_classes: Iterable[str] = (DataClass.PUBLIC, DataClass.INTERNAL),
+) -> Connection:
+    """Create the Connection an OAuth consent grants: the authority the client's tokens carry.
+
+    Only an owner of the workspace may grant it. One usable OAuth connection per (application,
+    user): a new consent revokes the previous one, with its grants and tokens, so DOT tokens for
+    the pair always mean exactly the authority consented last. `projects=None` grants every
+    project whose data class is allowed, including future ones. Expiry is the zone's cap (or the
+    default credential lifetime); refreshing never outlives it.
+    """
+    if not Membership.objects.filter(workspace=workspace, user=user, role=Membership.Role.OWNER).exists():
+        raise NotFound("No such workspace.")
+    if role not in Connection.Role.values:
+        raise InvalidRequest(f"Unknown role {role!r}; use reader or contributor.")
+    trust_zone = _resolve_zone(workspace, zone)
+    classes = _check_data_classes(data_classes)
+    chosen_projects: list[Project] = []
+    if projects is not None:
+        slugs = list(dict.fromkeys(projects))
+        chosen_projects = list(Project.objects.filter(workspace=workspace, slug__in=slugs))
+        missing = sorted(set(slugs) - {p.slug for p in chosen_projects})
+        if missing:
+            raise InvalidRequest(f"No project {missing[0]!r} in {workspace.slug}.")
+        if not chosen_projects:
+            raise InvalidRequest("Grant at least one project, or all of them.")
+    previous = Connection.objects.filter(
+        kind=Connection.Kind.OAUTH, oauth_application=application, created_by=user, revoked_at__isnull=True
+    )
+    for old in previous:
+        connection_revoke(connection=old, revoked_by=user)
+    now = timezone.now()
+    client_name = (application.name or "OAuth client").strip()
+    connection = Connection.objects.create(
+        workspace=workspace,
+        kind=Connection.Kind.OAUTH,
+        label=client_name[:200],
+        actor=f"{client_name}@{user.username}"[:100],
+        zone=trust_zone,
+        role=role,
+        all_projects=projects is None,
+        data_classes=classes,
+        oauth_application=application,
+        created_by=user,
+        created_at=now,
+        expires_at=_expiry(trust_zone, None, now),
+    )
+    if chosen_projects:
+        connection.projects.set(chosen_projects)
+    audit_record(
+        workspace=workspace,
+        action=AuditEvent.Action.TOKEN_ISSUED,
+        actor=user.username,
+        user=user,
+        connection=connection,
+        target=connection.actor,
+        detail={
+            "kind": Connection.Kind.OAUTH,
+            "client_id": application.client_id,
+            "registration": application.registration_source,
+            "zone": trust_zone.name,
+            "role": role,
+            "data_classes": classes,
+            "expires_at": connection.expires_at.isoformat(),
+        },
+    )
+    return connection

@@ -1,8 +1,7 @@
-"""Infrastructure endpoints: health and the RFC 9728 protected-resource metadata."""
+"""Infrastructure endpoints: health. (RFC 9728 metadata is served by workspaces.oauth_views.)"""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
@@ -20,22 +19,3 @@ def healthz(request: HttpRequest) -> JsonResponse:
     except Exception:
         return JsonResponse({"status": "unavailable", "database": "unreachable"}, status=503)
     return JsonResponse({"status": "ok", "database": "ok"})
-
-
-@require_GET
-def protected_resource_metadata(request: HttpRequest) -> JsonResponse:
-    """RFC 9728: the /mcp resource and the authorization server that issues tokens for it."""
-    scopes = list(settings.OAUTH2_PROVIDER.get("SCOPES", {}))
-    response = JsonResponse(
-        {
-            "resource": settings.MCP_RESOURCE_URL,
-            "authorization_servers": [settings.PUBLIC_URL],
-            "scopes_supported": scopes,
-            "bearer_methods_supported": ["header"],
-            "resource_name": "Unforgetter memory",
-            "resource_documentation": f"{settings.PUBLIC_URL}/console/docs/mcp/",
-        }
-    )
-    response["Access-Control-Allow-Origin"] = "*"
-    response["Cache-Control"] = "public, max-age=300"
-    return response
