@@ -105,7 +105,7 @@ def test_attacks_are_rejected_and_look_alike_notes_are_published(tenant: Tenant,
     assert missed == []
     assert false_positives == []
     # The reason says what was found, never the secret itself.
-    for (expected, text), r in zip(ATTACKS, attacks, strict=True):
+    for (expected, _), r in zip(ATTACKS, attacks, strict=True):
         if expected == "secret":
             assert "AKIAZ7Q3K2M9P4R8T5WX" not in verdicts[r["proposal_id"]].reason_detail
 
