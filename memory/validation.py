@@ -176,7 +176,8 @@ def cited_refs(*, text: str, evidence: Sequence[Mapping[str, Any]], base: str) -
             refs.extend(REF_MENTION_RE.findall(ref))
         refs.extend(REF_MENTION_RE.findall(str(item.get("text") or "")))
     refs.extend(REF_MENTION_RE.findall(text))
-    return [r for r in dict.fromkeys(refs) if len(r) <= 64][:MAX_CITATIONS]
+    # Only what could be one of our refs is looked up ("logs/1.txt" or a URL cannot).
+    return [r for r in dict.fromkeys(refs) if TARGET_RE.match(r)][:MAX_CITATIONS]
 
 
 def provenance_present(evidence: Iterable[Mapping[str, Any]]) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -59,9 +60,17 @@ class ConsolidatorLoop:
     twice the tick keeps `compiled_at` within the cadence.
     """
 
-    def __init__(self, *, batch_size: int | None = None, idle_wait: float = IDLE_WAIT) -> None:
+    def __init__(
+        self,
+        *,
+        batch_size: int | None = None,
+        idle_wait: float = IDLE_WAIT,
+        enabled: Callable[[], bool] = lambda: True,
+    ) -> None:
         self.batch_size = batch_size
         self.idle_wait = idle_wait
+        # Read before every cycle: the embedded worker pauses while settings say it is off.
+        self.enabled = enabled
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._next_heartbeat = 0.0
@@ -89,6 +98,9 @@ class ConsolidatorLoop:
         try:
             while not self._stop.is_set():
                 self._wake.clear()
+                if not self.enabled():
+                    self._wake.wait(self.idle_wait)
+                    continue
                 close_old_connections()
                 try:
                     self.run_once()
@@ -121,7 +133,7 @@ def embedded_start() -> bool:
     with _lock:
         if _embedded_thread is not None and _embedded_thread.is_alive():
             return True
-        _embedded = ConsolidatorLoop()
+        _embedded = ConsolidatorLoop(enabled=embedded_enabled)
         _embedded_thread = threading.Thread(
             target=_embedded.run, name="unforgetter-consolidator", daemon=True
         )

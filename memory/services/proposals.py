@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from memory import ledger
 from memory.exceptions import ProposalStateError
-from memory.models import Fact, Kind, Proposal, State, Taint, Watermark
+from memory.models import Fact, Kind, Proposal, State, Taint, Watermark, new_ref
 from memory.services.publishing import publication_record
 from memory.validation import (
     MAX_EVIDENCE_ITEMS,
@@ -255,7 +255,9 @@ def proposal_submit(
         )
 
     refs = cited_refs(text=text, evidence=stored_evidence, base=change.base)
-    cited = dict(Fact.objects.filter(workspace_id=workspace_id, ref__in=refs).values_list("ref", "taint"))
+    cited: dict[str, int] = {}
+    if refs:
+        cited = dict(Fact.objects.filter(workspace_id=workspace_id, ref__in=refs).values_list("ref", "taint"))
     for entry in stored_evidence:
         ref = entry.get("ref", "").removeprefix("unforgetter:")
         if ref in cited:
@@ -291,10 +293,6 @@ def proposal_submit(
             # The workspace row's lock orders every insert of this workspace: seq and the previous
             # attestation are read under it and the insert commits before the next writer reads.
             Workspace.objects.select_for_update().filter(pk=workspace_id).values_list("pk", flat=True).get()
-            # Under the lock, a concurrent replay that committed first is visible: answer with it.
-            existing = _existing(workspace_id, connection.actor, request_id)
-            if existing is not None:
-                return _replay(existing, project_id=project_id, change=change_args, evidence=evidence)
             last = (
                 Proposal.objects.filter(workspace_id=workspace_id)
                 .order_by("-seq")
@@ -306,7 +304,8 @@ def proposal_submit(
             proposal.save(force_insert=True)
             transaction.on_commit(lambda: _enqueue(workspace_id), robust=True)
     except IntegrityError:
-        # The unique (workspace, actor, request_id) constraint is the last word on replays.
+        # A concurrent replay committed first: the unique (workspace, actor, request_id)
+        # constraint is the last word on replays, and the transaction above left nothing behind.
         existing = _existing(workspace_id, connection.actor, request_id)
         if existing is None:
             raise
@@ -484,29 +483,33 @@ _BASE_STATE_AFTER: dict[str, str] = {
 }
 
 
-def _apply(batch: _Batch | None, proposal: Proposal, base: Fact | None, now: datetime) -> Fact | None:
-    """Make a proposal's change part of the working truth. Returns the new item, if any.
+def _base_move(base: Fact, op: str) -> None:
+    """Supersede, close or retract the base item; _Rejection(conflict) if it moved on meanwhile.
 
-    Raises _Rejection(conflict) when the base item moved on meanwhile (a conditional update is the
-    check, so a concurrent owner edit cannot be overwritten).
+    A conditional update is the check, so a concurrent owner edit is never overwritten.
     """
+    new_state: str = _BASE_STATE_AFTER[op]
+    moved = Fact.objects.filter(pk=base.pk, state=base.state).update(state=new_state)
+    if moved != 1:
+        raise _Rejection(Proposal.Reason.CONFLICT, f"{base.ref} changed meanwhile: a newer decision won.")
+    base.state = new_state
+
+
+def _new_item(proposal: Proposal, project: Project, base: Fact | None, now: datetime) -> Fact | None:
+    """The item a published add, update or new thread becomes (unsaved), or None."""
     op = proposal.op
-    if base is not None:
-        new_state: str = _BASE_STATE_AFTER[op]
-        moved = Fact.objects.filter(pk=base.pk, state=base.state).update(state=new_state)
-        if moved != 1:
-            raise _Rejection(
-                Proposal.Reason.CONFLICT, f"{base.ref} changed meanwhile: a newer decision came first."
-            )
-        base.state = new_state
     if op not in (Proposal.Op.ADD_FACT, Proposal.Op.OPEN_THREAD, Proposal.Op.UPDATE_FACT):
         return None
-    project = batch.projects[proposal.project_id] if batch else proposal.project
-    kind = proposal.kind or (base.kind if base else Kind.FACT)
-    fact = Fact(
+    kind = (
+        Kind.THREAD
+        if op == Proposal.Op.OPEN_THREAD
+        else (proposal.kind or (base.kind if base else Kind.FACT))
+    )
+    return Fact(
         workspace_id=proposal.workspace_id,
         project_id=proposal.project_id,
-        kind=Kind.THREAD if op == Proposal.Op.OPEN_THREAD else kind,
+        ref=new_ref(kind),
+        kind=kind,
         text=proposal.text,
         state=State.OPEN if op == Proposal.Op.OPEN_THREAD else State.ACTIVE,
         data_class=base.data_class if base else project.data_class,
@@ -518,56 +521,59 @@ def _apply(batch: _Batch | None, proposal: Proposal, base: Fact | None, now: dat
         proposal=proposal,
         created_at=now,
     )
-    fact.save(force_insert=True)
-    return fact
 
 
-def _decide(proposal: Proposal, status: str, now: datetime, reason: str = "", detail: str = "") -> bool:
-    """Move a pending proposal to its decision; False if someone (an owner) decided it first."""
-    changed = Proposal.objects.filter(pk=proposal.pk, status=proposal.status).update(
-        status=status, reason=reason, reason_detail=detail[:500], decided_at=now
-    )
-    if changed:
-        proposal.status, proposal.reason, proposal.reason_detail, proposal.decided_at = (
-            status,
-            reason,
-            detail,
-            now,
-        )
-    return changed == 1
+@dataclass
+class _Decisions:
+    """A batch's outcomes, written in a few statements when the batch ends."""
+
+    published: list[Proposal] = field(default_factory=list)
+    awaiting: list[Proposal] = field(default_factory=list)
+    rejected: list[Proposal] = field(default_factory=list)
+    items: list[Fact] = field(default_factory=list)
+
+    def reject(self, proposal: Proposal, rejection: _Rejection, now: datetime) -> None:
+        proposal.status, proposal.reason = Proposal.Status.REJECTED, rejection.reason
+        proposal.reason_detail, proposal.decided_at = rejection.detail, now
+        self.rejected.append(proposal)
+
+    def write(self, now: datetime) -> None:
+        for status, group in (
+            (Proposal.Status.PUBLISHED, self.published),
+            (Proposal.Status.AWAITING_REVIEW, self.awaiting),
+        ):
+            if group:
+                Proposal.objects.filter(pk__in=[p.pk for p in group]).update(status=status, decided_at=now)
+        if self.rejected:
+            Proposal.objects.bulk_update(
+                self.rejected, ["status", "reason", "reason_detail", "decided_at"], batch_size=500
+            )
+        if self.items:
+            Fact.objects.bulk_create(self.items, batch_size=500)
 
 
-def _consolidate_one(batch: _Batch, proposal: Proposal, report: ConsolidationReport, now: datetime) -> None:
+def _consolidate_one(
+    batch: _Batch, proposal: Proposal, decisions: _Decisions, report: ConsolidationReport, now: datetime
+) -> None:
     try:
         base = _validate(batch, proposal)
-    except _Rejection as rejection:
-        if _decide(proposal, Proposal.Status.REJECTED, now, rejection.reason, rejection.detail):
-            batch.rejected.add(proposal.content_digest)
-            report.rejected += 1
-            report.reasons[rejection.reason] = report.reasons.get(rejection.reason, 0) + 1
-        else:
-            report.skipped += 1
-        return
-    hold = proposal.status == Proposal.Status.QUARANTINED or batch.workspace.review_every_proposal
-    if hold:
-        if _decide(proposal, Proposal.Status.AWAITING_REVIEW, now):
+        hold = proposal.status == Proposal.Status.QUARANTINED or batch.workspace.review_every_proposal
+        if hold:
+            decisions.awaiting.append(proposal)
             report.awaiting_review += 1
-        else:
-            report.skipped += 1
-        return
-    # Status first, conditionally: if an owner decided it meanwhile there is no effect at all.
-    if not _decide(proposal, Proposal.Status.PUBLISHED, now):
-        report.skipped += 1
-        return
-    try:
-        _apply(batch, proposal, base, now)
+            return
+        if base is not None:
+            _base_move(base, proposal.op)
     except _Rejection as rejection:
-        Proposal.objects.filter(pk=proposal.pk).update(
-            status=Proposal.Status.REJECTED, reason=rejection.reason, reason_detail=rejection.detail
-        )
+        decisions.reject(proposal, rejection, now)
+        batch.rejected.add(proposal.content_digest)
         report.rejected += 1
         report.reasons[rejection.reason] = report.reasons.get(rejection.reason, 0) + 1
         return
+    item = _new_item(proposal, batch.projects[proposal.project_id], base, now)
+    if item is not None:
+        decisions.items.append(item)
+    decisions.published.append(proposal)
     batch.touched_projects.add(proposal.project_id)
     report.published += 1
 
@@ -579,8 +585,9 @@ def proposal_consolidate(
 
     The claim is the Watermark row, locked with SKIP LOCKED: another worker holding it means this
     call does nothing (`busy`); with `wait`, it waits for that worker's batch to commit instead.
-    Effects, status changes, the watermark and the publication commit together; a worker killed
-    mid-batch leaves no trace and the next claim starts where it did.
+    The batch's proposal rows are locked too, so an owner's review waits for the batch rather than
+    racing it. Effects, status changes, the watermark and the publication commit together; a
+    worker killed mid-batch leaves no trace and the next claim starts where it did.
     """
     size = batch_size or settings.UNFORGETTER["CONSOLIDATION_BATCH"]
     report = ConsolidationReport()
@@ -598,19 +605,23 @@ def proposal_consolidate(
         # Everything past the watermark has committed: seq is allocated under the workspace lock
         # and committed before the next one is allocated, so no lower seq can appear later.
         proposals = list(
-            Proposal.objects.filter(workspace_id=workspace_id, seq__gt=watermark.seq).order_by("seq")[:size]
+            Proposal.objects.select_for_update(of=("self",))
+            .filter(workspace_id=workspace_id, seq__gt=watermark.seq)
+            .order_by("seq")[:size]
         )
         if not proposals:
             return report
         now = timezone.now()
         batch = _Batch(watermark.workspace, proposals)
+        decisions = _Decisions()
         report.batches = 1
         for proposal in proposals:
             report.claimed += 1
             if proposal.status not in Proposal.Status.pending():
                 report.skipped += 1  # decided by an owner before the consolidator reached it
                 continue
-            _consolidate_one(batch, proposal, report, now)
+            _consolidate_one(batch, proposal, decisions, report, now)
+        decisions.write(now)
         watermark.seq = proposals[-1].seq
         watermark.updated_at = now
         watermark.save(update_fields=["seq", "updated_at"])
@@ -685,7 +696,11 @@ def proposal_approve(*, proposal: Proposal, reviewer: AbstractBaseUser, note: st
             detail = f"{base_ref} is no longer current: a newer decision came first."
     if outcome == Proposal.Status.PUBLISHED:
         try:
-            _apply(None, locked, base, now)
+            if base is not None:
+                _base_move(base, locked.op)
+            item = _new_item(locked, locked.project, base, now)
+            if item is not None:
+                item.save(force_insert=True)
         except _Rejection as rejection:
             outcome, reason, detail = Proposal.Status.REJECTED, rejection.reason, rejection.detail
     locked.status, locked.reason, locked.reason_detail = outcome, reason, detail
