@@ -314,11 +314,10 @@ def proposal_submit(
 
 
 def _existing(workspace_id: int, actor: str, request_id: str) -> Proposal | None:
-    return (
-        Proposal.objects.select_related("project")
-        .filter(workspace_id=workspace_id, actor=actor, request_id=request_id)
-        .first()
-    )
+    # The common case is "no such request": an index-only probe, the row only for a replay.
+    key = {"workspace_id": workspace_id, "actor": actor, "request_id": request_id}
+    pk = Proposal.objects.filter(**key).values_list("pk", flat=True).first()
+    return None if pk is None else Proposal.objects.select_related("project").get(pk=pk)
 
 
 def _enqueue(workspace_id: int) -> None:
