@@ -23,14 +23,21 @@ from pydantic import BaseModel, ValidationError
 from mcpbridge import results
 from mcpbridge.auth import SCOPE_READ, ConnectionTokenVerifier, current_connection
 from mcpbridge.schemas import (
+    MAX_EVIDENCE_ITEMS,
+    MAX_EVIDENCE_REF,
+    MAX_EVIDENCE_TEXT,
+    MAX_PROPOSAL_TEXT,
+    PROTECTED_TARGET_ERROR,
     GetContextArgs,
     ListProjectsArgs,
+    ProposeMemoryArgs,
     SearchMemoryArgs,
     describe_validation_error,
 )
 from memory.context import context_for_agent
 from memory.selectors import search_for_agent
-from workspaces.exceptions import InvalidRequest, UnforgetterError
+from memory.services import proposal_submit
+from workspaces.exceptions import InvalidRequest, ProtectedTarget, UnforgetterError
 from workspaces.models import Connection
 from workspaces.selectors import project_catalogue, project_for_agent
 
@@ -64,6 +71,10 @@ async def run_tool(
     try:
         args = model.model_validate(arguments)
     except ValidationError as exc:
+        if any(error["type"] == PROTECTED_TARGET_ERROR for error in exc.errors()):
+            return results.error(
+                ProtectedTarget("Goals, policies, permissions and identities are edited by the owner only.")
+            )
         return results.error(InvalidRequest(describe_validation_error(exc)))
     try:
         connection = current_connection()
@@ -95,6 +106,21 @@ def _search_memory(connection: Connection, args: SearchMemoryArgs) -> dict[str, 
     return search_for_agent(connection=connection, project=project, query=args.query, cursor=args.cursor)
 
 
+def _propose_memory(connection: Connection, args: ProposeMemoryArgs) -> dict[str, Any]:
+    change = args.change
+    return proposal_submit(
+        connection=connection,
+        project_id=args.project_id,
+        request_id=args.request_id,
+        op=change.op,
+        text=change.text,
+        target=change.target,
+        supersedes=change.supersedes,
+        kind=change.kind,
+        evidence=[e.model_dump() for e in args.evidence],
+    ).payload()
+
+
 async def list_projects(arguments: dict[str, Any]) -> CallToolResult:
     return await run_tool(ListProjectsArgs, arguments, _list_projects)
 
@@ -107,8 +133,37 @@ async def search_memory(arguments: dict[str, Any]) -> CallToolResult:
     return await run_tool(SearchMemoryArgs, arguments, _search_memory)
 
 
+async def propose_memory(arguments: dict[str, Any]) -> CallToolResult:
+    return await run_tool(ProposeMemoryArgs, arguments, _propose_memory)
+
+
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+# Not read-only (it stores a proposal), not destructive (memory changes only through review and
+# validation, never by overwriting), idempotent (a replayed request_id returns the original).
+PROPOSE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+PROPOSE_DESCRIPTION = (
+    "Propose a change to the project's memory; you cannot write memory directly. Returns "
+    "{ proposal_id, status: queued | quarantined, taint: clean | untrusted }. A queued proposal is "
+    "validated and published within seconds, then served by get_context and search_memory; a "
+    "quarantined one (any untrusted evidence, a low-trust zone, or citing a tainted item) waits for the "
+    "owner's review. Ops: add_fact (kind fact|decision|convention), update_fact (target: the ref you "
+    "read; history is kept), open_thread, close_thread (target: a thread), reject (target: an item you "
+    "show is wrong; it is retracted, kept for history). request_id: your own id, 8-128 characters of "
+    "A-Z a-z 0-9 . _ : - (a UUID is ideal), remembered for at least 30 days (in practice for as long as "
+    "the proposal is kept): a replay returns the original result with duplicate_request, never a "
+    f"second proposal. Limits: change.text up to {MAX_PROPOSAL_TEXT} characters; 1-{MAX_EVIDENCE_ITEMS} "
+    f"evidence items, each a ref (up to {MAX_EVIDENCE_REF} characters; never fetched) and/or a text (up "
+    f"to {MAX_EVIDENCE_TEXT}) with trust trusted|untrusted. Proposals carrying instructions to agents, "
+    "role markup, tool-call syntax, exfiltration, hidden Unicode or secrets are rejected. Errors: "
+    "protected_target (goals, policies, permissions, identities: do not retry; tell the owner), "
+    "forbidden_scope / unknown_project (call list_projects; also a read-only credential), "
+    "invalid_request (fix the arguments)."
 )
 
 TOOL_SPECS: list[tuple[Callable[..., Any], str, str, type[BaseModel], ToolAnnotations, str]] = [
@@ -145,6 +200,14 @@ TOOL_SPECS: list[tuple[Callable[..., Any], str, str, type[BaseModel], ToolAnnota
         "are marked **like this** in excerpts. Pass the returned cursor with the same project_id and "
         "query for the next page; a cursor is valid for 15 minutes and only for that search "
         "(invalid_cursor: restart without it). A query that is exactly a ref returns that item.",
+    ),
+    (
+        propose_memory,
+        "propose_memory",
+        "Propose a memory change",
+        ProposeMemoryArgs,
+        PROPOSE,
+        PROPOSE_DESCRIPTION,
     ),
 ]
 

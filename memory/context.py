@@ -5,9 +5,10 @@ Sections by kind: `policies` (goal, policy, permission, identity: always include
 `open_threads`, `methods` (relevant to the task) and `pointers` (refs worth retrieving with
 search_memory that did not fit). Bounded by CONTEXT_MAX_ITEMS and CONTEXT_MAX_CHARS.
 
-A bundle is keyed by (credential, project, task, publication version): an identical request
-inside one publication is served from the cache with the same `context_id`, and a publication
-changes the key, so published changes are visible on the very next call in every process.
+A bundle is keyed by (credential, project, task, content version): an identical request
+between two changes of memory is served from the cache with the same `context_id`, and a
+publication that changed memory changes the key, so published changes are visible on the very
+next call in every process. Heartbeat publications move `compiled_at` but keep the key.
 """
 
 from __future__ import annotations
@@ -201,7 +202,9 @@ def context_for_agent(*, connection: Connection, project: Project, task: str) ->
     """Serve the bundle for a task: from the cache when this publication already compiled it."""
     now = timezone.now()
     publication = latest_publication(connection.workspace_id)
-    version = publication.version if publication else 0
+    # Keyed by the last publication that changed memory: heartbeats keep the cache (and the
+    # context_id), a published change replaces both in every process at once.
+    version = (publication.content_version or publication.version) if publication else 0
     compiled_at = publication.compiled_at if publication else None
     context_id = _context_id(connection, project, task, version)
     cache_key = f"unforgetter:context:{context_id}"

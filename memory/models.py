@@ -25,6 +25,10 @@ def new_ref(prefix: str) -> str:
     return prefix + "_" + "".join(secrets.choice(_REF_ALPHABET) for _ in range(14))
 
 
+def new_proposal_ref() -> str:
+    return new_ref("prop")
+
+
 class Kind(models.TextChoices):
     FACT = "fact", "Fact"
     DECISION = "decision", "Decision"
@@ -173,11 +177,21 @@ class Proposal(models.Model):
     connection = models.ForeignKey(
         Connection, on_delete=models.SET_NULL, null=True, blank=True, related_name="proposals"
     )
+    ref = models.CharField(
+        max_length=32,
+        unique=True,
+        default=new_proposal_ref,
+        editable=False,
+        help_text="The proposal_id agents see.",
+    )
     actor = models.CharField(max_length=150)
     zone = models.CharField(max_length=64)
     request_id = models.CharField(max_length=128)
     seq = models.BigIntegerField(help_text="Monotonic per workspace: the consolidator's watermark.")
     op = models.CharField(max_length=16, choices=Op.choices)
+    kind = models.CharField(
+        max_length=16, choices=Kind.choices, blank=True, help_text="The kind of item an add or update makes."
+    )
     target = models.CharField(max_length=64, blank=True)
     text = models.TextField(blank=True)
     supersedes = models.CharField(max_length=64, blank=True)
@@ -210,6 +224,12 @@ class Proposal(models.Model):
             # The consolidator's claim: pending proposals of a workspace in seq order.
             models.Index(fields=["workspace", "status", "seq"], name="proposal_claim"),
             models.Index(fields=["workspace", "content_digest"], name="proposal_content"),
+            # Which workspaces have work for the consolidator: only pending rows are in it.
+            models.Index(
+                fields=["workspace"],
+                condition=Q(status__in=["queued", "quarantined"]),
+                name="proposal_pending",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -228,6 +248,12 @@ class Publication(models.Model):
     compiled_at = models.DateTimeField(default=timezone.now)
     published_count = models.PositiveIntegerField(default=0, help_text="Proposals published in this cycle.")
     changed = models.BooleanField(default=False, help_text="Whether the working truth changed.")
+    content_version = models.BigIntegerField(
+        default=0,
+        help_text="The version of the last publication that changed memory; bundles are keyed by it.",
+    )
+    ledger_seq = models.BigIntegerField(default=0, help_text="The last proposal seq when this was published.")
+    ledger_head = models.CharField(max_length=64, blank=True, help_text="That proposal's attestation.")
 
     class Meta:
         ordering = ["-version"]
@@ -237,6 +263,21 @@ class Publication(models.Model):
 
     def __str__(self) -> str:
         return f"{self.workspace.slug} v{self.version}"
+
+
+class Watermark(models.Model):
+    """How far the consolidator has got in a workspace's proposals, in seq order.
+
+    Claiming a batch means locking this row and advancing `seq` in the same transaction as the
+    batch's effects, so a batch is consolidated exactly once or not at all.
+    """
+
+    workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, related_name="watermark")
+    seq = models.BigIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.workspace_id}@{self.seq}"
 
 
 class ContextRequest(models.Model):

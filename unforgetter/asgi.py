@@ -1,7 +1,9 @@
 """The ASGI entry point: a router in front of the MCP app and Django.
 
 Lifespan and POST /mcp go to the MCP app; GET and DELETE on /mcp are 405 (the server is
-stateless: no SSE stream, no session to delete); everything else goes to Django. Each MCP
+stateless: no SSE stream, no session to delete); everything else goes to Django. With no
+CELERY_BROKER_URL the lifespan also starts and stops the embedded consolidator (memory.worker), so
+one serving process consolidates proposals and keeps freshness current by itself. Each MCP
 request runs in its own ThreadSensitiveContext between Django's request_started and
 request_finished signals, so its database connection is returned when it ends.
 """
@@ -9,9 +11,10 @@ request_finished signals, so its database connection is returned when it ends.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import django
-from asgiref.sync import ThreadSensitiveContext
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "unforgetter.settings")
@@ -49,7 +52,7 @@ class Router:
 
     async def __call__(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         if scope["type"] == "lifespan":
-            await self.mcp_app(scope, receive, send)  # type: ignore[arg-type]
+            await self._lifespan(scope, receive, send)
             return
         if scope["type"] == "http" and scope["path"] in (MCP_PATH, MCP_PATH + "/"):
             if scope["method"] != "POST":
@@ -58,6 +61,19 @@ class Router:
             await self._serve_mcp({**scope, "path": MCP_PATH}, receive, send)
             return
         await self.django_app(scope, receive, send)  # type: ignore[arg-type]
+
+    async def _lifespan(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        from memory.worker import embedded_start, embedded_stop
+
+        async def observed_receive() -> Any:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await sync_to_async(embedded_start, thread_sensitive=False)()
+            elif message["type"] == "lifespan.shutdown":
+                await sync_to_async(embedded_stop, thread_sensitive=False)()
+            return message
+
+        await self.mcp_app(scope, observed_receive, send)  # type: ignore[arg-type]
 
     async def _serve_mcp(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         async with ThreadSensitiveContext():

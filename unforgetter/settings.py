@@ -229,6 +229,14 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Beat's heartbeat: publishes every workspace at least every half cadence (memory.tasks).
+CELERY_BEAT_SCHEDULE = {
+    "publish-heartbeat": {
+        "task": "memory.publish_heartbeat",
+        "schedule": env.float("HEARTBEAT_TICK_SECONDS", default=5.0),
+    }
+}
 
 # --- Unforgetter -------------------------------------------------------------------------------------
 UNFORGETTER = {
@@ -244,6 +252,17 @@ UNFORGETTER = {
     "LAST_USED_RESOLUTION": timedelta(seconds=60),
     # publishing
     "DEFAULT_PUBLISH_CADENCE": timedelta(seconds=env.int("PUBLISH_CADENCE_SECONDS", default=30)),
+    # write path: the consolidator and the proposal ledger
+    # With no broker the serving process consolidates and publishes itself (False: it does not).
+    "EMBEDDED_WORKER": env.bool("EMBEDDED_WORKER", default=True),
+    # How often the heartbeat looks for workspaces due a publication (Celery beat and embedded).
+    "HEARTBEAT_TICK": timedelta(seconds=env.float("HEARTBEAT_TICK_SECONDS", default=5.0)),
+    "CONSOLIDATION_BATCH": env.int("CONSOLIDATION_BATCH", default=250),
+    # The key of the proposal ledger's HMAC chain; empty: derived from SECRET_KEY with its own salt.
+    # Set it explicitly to keep the ledger verifiable across a SECRET_KEY rotation.
+    "LEDGER_KEY": env.str("LEDGER_KEY", default=""),
+    # propose_memory calls allowed per connection per minute (0: unlimited).
+    "PROPOSE_RATE_PER_MINUTE": env.int("PROPOSE_RATE_PER_MINUTE", default=0),
     # MCP transport: hosts and browser origins allowed to reach /mcp (DNS-rebinding protection)
     "MCP_ALLOWED_HOSTS": env.list("MCP_ALLOWED_HOSTS", default=[]),
     "MCP_ALLOWED_ORIGINS": env.list("MCP_ALLOWED_ORIGINS", default=[]),

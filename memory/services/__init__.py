@@ -1,20 +1,46 @@
 """Writes of memory, the only code that changes its rows, one module per concern:
 
 - facts: owner and import writes of canonical items
-- publishing: publication cycles and context-bundle records
+- publishing: publication cycles, heartbeats and context-bundle records
 - proposals: the agent write path (submit, consolidate, review)
 """
 
 from memory.services.facts import default_state, fact_build, fact_create, facts_bulk_create, project_touch
-from memory.services.publishing import context_request_record, publication_bootstrap, publication_record
+from memory.services.proposals import (
+    ConsolidationReport,
+    Submitted,
+    consolidation_run,
+    proposal_approve,
+    proposal_consolidate,
+    proposal_reject,
+    proposal_submit,
+    submitted_status,
+    workspaces_pending,
+)
+from memory.services.publishing import (
+    context_request_record,
+    publication_bootstrap,
+    publication_heartbeat,
+    publication_record,
+)
 
 __all__ = [
+    "ConsolidationReport",
+    "Submitted",
+    "consolidation_run",
     "context_request_record",
     "default_state",
     "fact_build",
     "fact_create",
     "facts_bulk_create",
     "project_touch",
+    "proposal_approve",
+    "proposal_consolidate",
+    "proposal_reject",
+    "proposal_submit",
     "publication_bootstrap",
+    "publication_heartbeat",
     "publication_record",
+    "submitted_status",
+    "workspaces_pending",
 ]

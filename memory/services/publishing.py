@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
+from datetime import datetime, timedelta
 
-from memory.models import ContextRequest, Publication
+from django.db import IntegrityError, transaction
+from django.db.models import OuterRef, Subquery
+from django.utils import timezone
+
+from memory.models import ContextRequest, Proposal, Publication
 from workspaces.models import Connection, Project, Workspace
+
+# Heartbeat publications (nothing changed) older than this are pruned; changed ones are kept.
+HEARTBEAT_RETENTION = timedelta(days=1)
 
 
 def publication_bootstrap(*, workspace: Workspace) -> Publication:
     """The first publication of a new workspace: version 1, nothing published yet."""
-    publication, _ = Publication.objects.get_or_create(workspace=workspace, version=1)
+    publication, _ = Publication.objects.get_or_create(
+        workspace=workspace, version=1, defaults={"content_version": 1}
+    )
     return publication
 
 
@@ -21,15 +30,62 @@ def publication_record(
     """Record one publish cycle; a heartbeat when nothing changed.
 
     The version is bumped under the workspace row's lock so concurrent cycles never collide.
+    `content_version` is the version of the last publication that changed memory: compiled bundles
+    are keyed by it, so a change invalidates them everywhere and a heartbeat does not. The ledger's
+    head at this moment is recorded too, so `verify_ledger` can tell when newest proposals vanish.
     """
     Workspace.objects.select_for_update().filter(pk=workspace.pk).values_list("pk", flat=True).get()
     latest = (
-        Publication.objects.filter(workspace=workspace).order_by("-version").values_list("version", flat=True)
+        Publication.objects.filter(workspace=workspace)
+        .order_by("-version")
+        .values_list("version", "content_version")
+        .first()
     )
-    version = (latest.first() or 0) + 1
+    version = (latest[0] if latest else 0) + 1
+    content_version = version if changed or not latest else (latest[1] or latest[0])
+    head = (
+        Proposal.objects.filter(workspace=workspace)
+        .order_by("-seq")
+        .values_list("seq", "attestation")
+        .first()
+    )
     return Publication.objects.create(
-        workspace=workspace, version=version, published_count=published_count, changed=changed
+        workspace=workspace,
+        version=version,
+        published_count=published_count,
+        changed=changed,
+        content_version=content_version,
+        ledger_seq=head[0] if head else 0,
+        ledger_head=head[1] if head else "",
     )
+
+
+def publication_heartbeat(*, now: datetime | None = None) -> int:
+    """Publish a heartbeat in every workspace whose last publication is half its cadence old.
+
+    Called more often than any cadence (see HEARTBEAT_TICK), so `compiled_at` never falls a full
+    cadence behind while a consolidator runs, and bundles are stale only when none does.
+    Returns how many workspaces were published.
+    """
+    now = now or timezone.now()
+    published = 0
+    # The newest publication per workspace, through the (workspace, version) unique index.
+    last_compiled = (
+        Publication.objects.filter(workspace=OuterRef("pk")).order_by("-version").values("compiled_at")
+    )
+    rows = Workspace.objects.annotate(last=Subquery(last_compiled[:1])).values_list(
+        "pk", "publish_cadence", "last"
+    )
+    for pk, cadence, last in rows:
+        if last is not None and now - last < cadence / 2:
+            continue
+        workspace = Workspace(pk=pk)
+        publication = publication_record(workspace=workspace)
+        published += 1
+        Publication.objects.filter(
+            workspace_id=pk, changed=False, compiled_at__lt=now - HEARTBEAT_RETENTION
+        ).exclude(pk=publication.pk).delete()
+    return published
 
 
 def context_request_record(

@@ -1,0 +1,204 @@
+"""The rules a proposed change must satisfy, shared by propose_memory and the consolidator.
+
+`change_check` is the schema of a change (which op takes which fields) and refuses anything that
+names a protected kind; `signals_find` looks for concrete injection and secret signals in
+everything a proposal would put in front of another agent or a reviewer. Both are pure: no
+database access, so the consolidator can run them over a whole batch cheaply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memory.models import Kind, Proposal
+from memory.validation_signals import Signal, normalise, scan
+from workspaces.exceptions import InvalidRequest, ProtectedTarget
+
+MAX_TEXT = 8_000
+MAX_EVIDENCE_ITEMS = 20
+MAX_EVIDENCE_TEXT = 4_000
+MAX_EVIDENCE_REF = 500
+REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
+TARGET_RE = re.compile(r"^[a-z]+_[a-z0-9]{1,60}$")
+# Item refs mentioned anywhere in a proposal (evidence text, change text): citations for taint.
+REF_MENTION_RE = re.compile(r"(?<![A-Za-z0-9_])([a-z]{2,16}_[a-z0-9]{6,28})(?![A-Za-z0-9_])")
+MAX_CITATIONS = 64
+
+AGENT_KINDS = (Kind.FACT, Kind.DECISION, Kind.CONVENTION)
+# What each op may target: agents never touch methods (owners' instructions) or protected kinds.
+UPDATABLE_KINDS = frozenset(AGENT_KINDS)
+RETRACTABLE_KINDS = frozenset({*AGENT_KINDS, Kind.THREAD})
+TARGETED_OPS = frozenset({Proposal.Op.UPDATE_FACT, Proposal.Op.CLOSE_THREAD, Proposal.Op.REJECT})
+
+# Every spelling of the protected kinds an agent might use to name one: singular, plural, short.
+_PROTECTED_WORDS = frozenset(
+    {
+        "goal",
+        "goals",
+        "policy",
+        "policies",
+        "permission",
+        "permissions",
+        "perm",
+        "perms",
+        "identity",
+        "identities",
+    }
+)
+_LEADING_WORD_RE = re.compile(r"[a-z]+")
+_SCHEME_RE = re.compile(r"^[a-z][a-z0-9+.-]{0,30}:/{0,2}")
+
+
+def names_protected_kind(value: str) -> bool:
+    """Whether a target, ref or kind names a goal, policy, permission or identity, however spelled.
+
+    The value is normalised as the injection detector reads text (NFKC, invisible characters
+    removed, casefolded, look-alike letters and letter-spacing undone) and a leading `scheme:`
+    (e.g. `unforgetter:`) is ignored; then its first word decides.
+    """
+    # normalise() also joins letter-spaced words ("p o l i c y") and undoes leetspeak ("p0licy").
+    folded = normalise(value).strip()
+    # "policy_x", "policy-x", "policies/x", "Policy: x": only the leading word counts.
+    for candidate in (folded, _SCHEME_RE.sub("", folded)):
+        match = _LEADING_WORD_RE.match(candidate)
+        if match and match.group() in _PROTECTED_WORDS:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class CheckedChange:
+    """A change that passed the schema: `base` is the version an update or retraction is based on."""
+
+    op: str
+    kind: str
+    text: str
+    target: str
+    base: str
+
+
+def change_check(
+    *, op: str, text: str, target: str | None = None, supersedes: str | None = None, kind: str | None = None
+) -> CheckedChange:
+    """Check a change's shape for its op; raise ProtectedTarget or InvalidRequest.
+
+    Protected names are refused first, whatever else is wrong, so an agent aiming at a policy
+    always learns that it may not, rather than how to spell the attempt correctly.
+    """
+    target = (target or "").strip()
+    supersedes = (supersedes or "").strip()
+    kind = (kind or "").strip()
+    for value in (target, supersedes, kind):
+        if value and names_protected_kind(value):
+            raise ProtectedTarget(
+                "Goals, policies, permissions and identities are edited by the workspace owner only."
+            )
+    if op not in Proposal.Op.values:
+        raise InvalidRequest(f"change.op must be one of {', '.join(Proposal.Op.values)}.")
+    if not text.strip():
+        raise InvalidRequest("change.text must not be blank.")
+    if len(text) > MAX_TEXT:
+        raise InvalidRequest(f"change.text is longer than {MAX_TEXT} characters.")
+    for name, value in (("target", target), ("supersedes", supersedes)):
+        if value and not TARGET_RE.match(value):
+            raise InvalidRequest(f"change.{name} must be an item ref such as fact_x7k2m9q4r8s3t5.")
+    if kind and op != Proposal.Op.ADD_FACT and op != Proposal.Op.UPDATE_FACT:
+        raise InvalidRequest(f"change.kind is only for add_fact and update_fact, not {op}.")
+    if kind and kind not in AGENT_KINDS:
+        raise InvalidRequest(f"change.kind must be one of {', '.join(AGENT_KINDS)}.")
+
+    if op in (Proposal.Op.ADD_FACT, Proposal.Op.OPEN_THREAD):
+        if target or supersedes:
+            raise InvalidRequest(f"{op} creates a new item: omit target and supersedes.")
+        return CheckedChange(
+            op=op, kind=Kind.THREAD if op == Proposal.Op.OPEN_THREAD else (kind or Kind.FACT), text=text,
+            target="", base="",
+        )  # fmt: skip
+    if op == Proposal.Op.UPDATE_FACT:
+        if target and supersedes and target != supersedes:
+            raise InvalidRequest(
+                "update_fact: target and supersedes both name the version you read and are replacing; "
+                "give one, or the same ref in both."
+            )
+        base = supersedes or target
+        if not base:
+            raise InvalidRequest("update_fact needs target: the ref of the item you are replacing.")
+        return CheckedChange(op=op, kind=kind, text=text, target=base, base=base)
+    if supersedes:
+        raise InvalidRequest(f"{op} takes target, not supersedes.")
+    if not target:
+        raise InvalidRequest(f"{op} needs target: the ref of the item it applies to.")
+    return CheckedChange(op=op, kind="", text=text, target=target, base=target)
+
+
+def target_kind_check(*, op: str, kind: str) -> None:
+    """Whether an op may apply to an item of this kind; raise ProtectedTarget or InvalidRequest."""
+    if kind in Kind.protected():
+        raise ProtectedTarget(
+            "Goals, policies, permissions and identities are edited by the workspace owner only."
+        )
+    if op == Proposal.Op.UPDATE_FACT and kind not in UPDATABLE_KINDS:
+        raise InvalidRequest(f"update_fact applies to facts, decisions and conventions, not a {kind}.")
+    if op == Proposal.Op.CLOSE_THREAD and kind != Kind.THREAD:
+        raise InvalidRequest(f"close_thread applies to threads, not a {kind}.")
+    if op == Proposal.Op.REJECT and kind not in RETRACTABLE_KINDS:
+        raise InvalidRequest(f"reject applies to facts, decisions, conventions and threads, not a {kind}.")
+
+
+def content_digest(*, project_id: int, change: CheckedChange) -> str:
+    """The identity of *what* is proposed (not why): a repeat of a rejected change matches it.
+
+    Text is compared as a reader sees it: NFKC, casefolded, whitespace collapsed.
+    """
+    body = {
+        "project": project_id,
+        "op": change.op,
+        "kind": change.kind,
+        "base": change.base,
+        "text": " ".join(normalise(change.text).split()),
+    }
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def cited_refs(*, text: str, evidence: Sequence[Mapping[str, Any]], base: str) -> list[str]:
+    """Every item ref the proposal cites: its base, evidence refs (also as `unforgetter:REF`) and
+    refs mentioned in evidence or change text. Bounded, so a proposal cannot make lookups costly."""
+    refs: list[str] = [base] if base else []
+    for item in evidence:
+        ref = str(item.get("ref") or "").strip()
+        if ref:
+            refs.append(ref.removeprefix("unforgetter:"))
+            refs.extend(REF_MENTION_RE.findall(ref))
+        refs.extend(REF_MENTION_RE.findall(str(item.get("text") or "")))
+    refs.extend(REF_MENTION_RE.findall(text))
+    # Only what could be one of our refs is looked up ("logs/1.txt" or a URL cannot).
+    return [r for r in dict.fromkeys(refs) if TARGET_RE.match(r)][:MAX_CITATIONS]
+
+
+def provenance_present(evidence: Iterable[Mapping[str, Any]]) -> bool:
+    """At least one evidence item says, in more than whitespace, what the change rests on."""
+    return any(str(item.get("ref") or "").strip() or str(item.get("text") or "").strip() for item in evidence)
+
+
+def signals_find(*, text: str, evidence: Iterable[Mapping[str, Any]]) -> tuple[str, Signal] | None:
+    """The first injection or secret signal in the change text, then in each evidence ref and text.
+
+    Evidence is scanned too: its refs become the published item's provenance source, and all of it
+    is shown to reviewers. Returns (where, signal).
+    """
+    found = scan(text)
+    if found is not None:
+        return "change.text", found
+    for index, item in enumerate(evidence):
+        for field in ("ref", "text"):
+            value = item.get(field)
+            if value:
+                found = scan(str(value))
+                if found is not None:
+                    return f"evidence[{index}].{field}", found
+    return None

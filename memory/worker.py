@@ -1,0 +1,169 @@
+"""Running the consolidator: one cycle, a loop of cycles, and the embedded worker thread.
+
+A cycle consolidates every workspace with pending proposals, then publishes heartbeats that are
+due. The same cycle runs in three places: a Celery worker and beat when CELERY_BROKER_URL is set
+(memory.tasks), the serving process itself when it is not (the embedded default, started from the
+ASGI lifespan), and `manage.py consolidate` from a shell. Any number of them may run at once:
+each batch is claimed exactly once (see memory.services.proposals).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import close_old_connections, connections
+
+from memory.services import (
+    ConsolidationReport,
+    consolidation_run,
+    publication_heartbeat,
+    workspaces_pending,
+)
+
+logger = logging.getLogger(__name__)
+
+IDLE_WAIT = 1.0  # seconds between cycles when nothing wakes the loop
+
+
+@dataclass
+class CycleReport:
+    consolidation: ConsolidationReport = field(default_factory=ConsolidationReport)
+    heartbeats: int = 0
+
+
+def consolidation_cycle(
+    *, heartbeat: bool = True, batch_size: int | None = None, wait: bool = False
+) -> CycleReport:
+    """Consolidate every workspace with pending proposals, then publish the heartbeats due.
+
+    With `wait`, a workspace another worker is consolidating is waited for rather than skipped.
+    """
+    report = CycleReport()
+    for workspace_id in workspaces_pending():
+        report.consolidation.add(
+            consolidation_run(workspace_id=workspace_id, batch_size=batch_size, wait=wait)
+        )
+    if heartbeat:
+        report.heartbeats = publication_heartbeat()
+    return report
+
+
+class ConsolidatorLoop:
+    """Cycles until stopped: at once when woken, else every IDLE_WAIT seconds.
+
+    Heartbeats are published from here at most every HEARTBEAT_TICK, so any cadence of at least
+    twice the tick keeps `compiled_at` within the cadence.
+    """
+
+    def __init__(
+        self,
+        *,
+        batch_size: int | None = None,
+        idle_wait: float = IDLE_WAIT,
+        enabled: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.batch_size = batch_size
+        self.idle_wait = idle_wait
+        # Read before every cycle: the embedded worker pauses while settings say it is off.
+        self.enabled = enabled
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._next_heartbeat = 0.0
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def run_once(self) -> CycleReport:
+        now = time.monotonic()
+        heartbeat = now >= self._next_heartbeat
+        if heartbeat:
+            self._next_heartbeat = now + settings.UNFORGETTER["HEARTBEAT_TICK"].total_seconds()
+        return consolidation_cycle(heartbeat=heartbeat, batch_size=self.batch_size)
+
+    def run(self) -> None:
+        failures = 0
+        try:
+            while not self._stop.is_set():
+                self._wake.clear()
+                if not self.enabled():
+                    self._wake.wait(self.idle_wait)
+                    continue
+                close_old_connections()
+                try:
+                    self.run_once()
+                    failures = 0
+                except Exception:
+                    failures += 1
+                    # A database restart or a flushed test database: keep going, but quietly.
+                    if failures <= 3 or failures % 60 == 0:
+                        logger.exception("consolidation cycle failed (%d in a row)", failures)
+                    connections.close_all()
+                self._wake.wait(self.idle_wait)
+        finally:
+            connections.close_all()
+
+
+_embedded: ConsolidatorLoop | None = None
+_embedded_thread: threading.Thread | None = None
+_lock = threading.Lock()
+
+
+def embedded_enabled() -> bool:
+    return not settings.CELERY_BROKER_URL and bool(settings.UNFORGETTER["EMBEDDED_WORKER"])
+
+
+def embedded_start() -> bool:
+    """Start the embedded consolidator thread of this process, unless a broker is configured."""
+    global _embedded, _embedded_thread
+    if not embedded_enabled():
+        return False
+    with _lock:
+        if _embedded_thread is not None and _embedded_thread.is_alive():
+            return True
+        _embedded = ConsolidatorLoop(enabled=embedded_enabled)
+        _embedded_thread = threading.Thread(
+            target=_embedded.run, name="unforgetter-consolidator", daemon=True
+        )
+        _embedded_thread.start()
+    logger.info("embedded consolidator started (no CELERY_BROKER_URL)")
+    return True
+
+
+def embedded_stop(timeout: float = 10.0) -> None:
+    global _embedded, _embedded_thread
+    with _lock:
+        loop, thread = _embedded, _embedded_thread
+        _embedded = _embedded_thread = None
+    if loop is not None:
+        loop.stop()
+    if thread is not None:
+        thread.join(timeout)
+
+
+def consolidation_enqueue(workspace_id: int) -> None:
+    """Ask for a workspace to be consolidated soon: a Celery task, or a nudge to the embedded loop.
+
+    Called on commit of a proposal. A lost nudge costs latency, never correctness: the heartbeat
+    sweep (memory.tasks.publish_heartbeat) and the embedded loop's idle cycle find pending work.
+    """
+    if settings.CELERY_BROKER_URL:
+        from memory.tasks import consolidate_workspace
+
+        consolidate_workspace.apply_async((workspace_id,), retry=False)
+        return
+    loop = _embedded
+    if loop is not None:
+        loop.wake()
