@@ -6,6 +6,8 @@
 """
 
 from memory.services.facts import default_state, fact_build, fact_create, facts_bulk_create, project_touch
+from memory.services.owner_edits import fact_owner_create, fact_owner_edit
+from memory.services.proposals import proposal_approve, proposal_reject
 from memory.services.publishing import context_request_record, publication_bootstrap, publication_record
 
 __all__ = [
@@ -13,8 +15,12 @@ __all__ = [
     "default_state",
     "fact_build",
     "fact_create",
+    "fact_owner_create",
+    "fact_owner_edit",
     "facts_bulk_create",
     "project_touch",
+    "proposal_approve",
+    "proposal_reject",
     "publication_bootstrap",
     "publication_record",
 ]
