@@ -21,6 +21,10 @@ def _choice(form: forms.Form, name: str) -> forms.ChoiceField:
 class DurationField(forms.CharField):
     """`90s`, `15m`, `12h`, `30d`; empty is None."""
 
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", forms.TextInput(attrs={"maxlength": 16, "inputmode": "text"}))
+        super().__init__(**kwargs)
+
     def to_python(self, value: Any) -> timedelta | None:  # type: ignore[override]
         text = super().to_python(value)
         if not text:
@@ -104,7 +108,6 @@ class IssueTokenForm(forms.Form):
         required=False,
         label="Lifetime",
         help_text="e.g. 12h, 30d. Empty: the default, capped by the zone's maximum.",
-        max_length=16,
     )
 
     def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any):
@@ -137,9 +140,7 @@ class RevokeForm(forms.Form):
 
 class ZoneForm(forms.Form):
     trust = forms.ChoiceField(choices=TrustZone.Trust.choices)
-    max_token_ttl = DurationField(
-        required=False, label="Maximum token lifetime", max_length=16, help_text="Empty: no cap."
-    )
+    max_token_ttl = DurationField(required=False, label="Maximum token lifetime", help_text="Empty: no cap.")
 
 
 class MemoryFilterForm(forms.Form):
