@@ -263,6 +263,15 @@ class Entry:
     link_connection: int | None = None
 
 
+def _describe(detail: dict[str, Any]) -> str:
+    """An audit event's detail as one readable line: `zone grok-bot · role contributor`."""
+    parts = []
+    for key, value in sorted(detail.items()):
+        shown = ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        parts.append(f"{key.replace('_', ' ')} {shown}")
+    return " · ".join(parts)
+
+
 def _events(
     workspace: Workspace, action: str, actor: str, before: datetime | None, limit: int
 ) -> list[Entry]:
@@ -332,7 +341,7 @@ def _events(
                 labels.get(e.action, e.action),
                 e.actor,
                 e.target,
-                ", ".join(f"{k}: {v}" for k, v in sorted(e.detail.items())) if e.detail else "",
+                _describe(e.detail),
                 link_ref=e.target if e.action == AuditEvent.Action.OWNER_EDIT else None,
                 link_connection=e.connection_id
                 if e.action in (AuditEvent.Action.TOKEN_ISSUED, AuditEvent.Action.TOKEN_REVOKED)
