@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet
+from django.utils.dateparse import parse_datetime
 
 from memory.models import ContextRequest, Fact, Kind, Proposal, Publication, State
 from workspaces.exceptions import NotFound
@@ -267,7 +268,11 @@ def _describe(detail: dict[str, Any]) -> str:
     """An audit event's detail as one readable line: `zone grok-bot · role contributor`."""
     parts = []
     for key, value in sorted(detail.items()):
-        shown = ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        if isinstance(value, list):
+            shown = ", ".join(str(v) for v in value)
+        else:
+            moment = parse_datetime(value) if isinstance(value, str) else None
+            shown = f"{moment:%Y-%m-%d %H:%M} UTC" if moment else str(value)
         parts.append(f"{key.replace('_', ' ')} {shown}")
     return " · ".join(parts)
 

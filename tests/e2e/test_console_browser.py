@@ -190,6 +190,17 @@ def test_owner_reviews_proposals_and_manages_a_connection_end_to_end(
     page.goto(f"{live.url}/console/w/acme/memory/")
     shot(page, "memory-1280")
 
+    # An owner edits a protected item: a new version, recorded with who and when.
+    page.get_by_label("Kind").select_option("policy")
+    page.get_by_role("button", name="Search").click()
+    page.locator(".items .item a.mono").first.click()
+    edited = "Never run database migrations against production outside the change windows."
+    page.get_by_label("Text", exact=True).fill(edited)
+    page.get_by_role("button", name="Save new version").click()
+    assert page.get_by_text(f"owner edit by {scene['owner']}").is_visible()
+    assert page.locator(".history li").count() == 2
+    shot(page, "memory-owner-edit-1280")
+
     # Reject one with a reason; its hostile text stays inert.
     page.goto(f"{live.url}/console/w/acme/review/{scene['reject']}/")
     assert page.locator("#proposed-text").inner_text().startswith("<script>fetch(")
@@ -206,6 +217,7 @@ def test_owner_reviews_proposals_and_manages_a_connection_end_to_end(
     shot(page, "issue-1280")
     page.get_by_label("Actor").fill("claude-code@alice")
     page.get_by_label("Label").fill("Alice's laptop")
+    page.get_by_label("Zone").select_option(label="claude (high)")
     page.get_by_label("Lifetime").fill("7d")
     page.get_by_role("button", name="Issue token").click()
     token = page.locator("#token").input_value()
@@ -274,7 +286,9 @@ def test_keyboard_only_sign_in_and_review(live: LiveServer, scene: dict[str, Any
     context = browser.new_context(viewport=DESKTOP)
     page = context.new_page()
     page.goto(f"{live.url}/console/login/")
-    page.keyboard.type(scene["owner"])  # the username field has focus on load
+    # The username field takes focus on load (autofocus): type without clicking anything.
+    page.wait_for_function("document.activeElement && document.activeElement.id === 'id_username'")
+    page.keyboard.type(scene["owner"])
     page.keyboard.press("Tab")
     page.keyboard.type("correct-horse-battery")
     page.keyboard.press("Enter")
