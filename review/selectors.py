@@ -28,6 +28,10 @@ class ProjectSummary:
         return [self.counts.get(kind, 0) for kind in Kind.values]
 
     @property
+    def nonzero(self) -> list[tuple[str, int]]:
+        return [(kind, n) for kind in Kind.values if (n := self.counts.get(kind, 0))]
+
+    @property
     def total(self) -> int:
         return sum(self.counts.values())
 
