@@ -10,9 +10,11 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 from django.utils.dateparse import parse_datetime
 
+from memory import search
 from memory.models import ContextRequest, Fact, Kind, Proposal, Publication, State
+from memory.selectors import REF_RE
 from workspaces.exceptions import NotFound
-from workspaces.models import AuditEvent, Connection, Project, Workspace
+from workspaces.models import AuditEvent, Connection, DataClass, Project, Workspace
 
 REVIEW_STATUSES = (Proposal.Status.QUARANTINED, Proposal.Status.AWAITING_REVIEW)
 
@@ -153,21 +155,47 @@ def proposal_previous(proposal: Proposal) -> Proposal | None:
     )
 
 
+MAX_RANKED = 500
+
+
 def memory_items(workspace: Workspace, filters: dict[str, Any]) -> QuerySet[Fact]:
-    """Items of the workspace by project, kind and state, with a text or ref search."""
+    """Items of the workspace by project, kind and state, with a search.
+
+    A search that is exactly a ref finds that item. Inside one project, words are matched with
+    the full-text index (the best `MAX_RANKED` matches, all of them containing every word), so a
+    project of a million items stays fast; across projects the text is matched as a substring.
+    """
     queryset = Fact.objects.filter(workspace=workspace).select_related("project")
+    project = None
     if filters.get("project"):
-        queryset = queryset.filter(project__slug=filters["project"])
+        project = Project.objects.filter(workspace=workspace, slug=filters["project"]).first()
+        queryset = queryset.filter(project=project)
     if filters.get("kind"):
         queryset = queryset.filter(kind=filters["kind"])
     state = filters.get("state") or "current"
+    states: list[str] = list(State.values)
     if state == "current":
-        queryset = queryset.filter(state__in=State.current())
+        states = list(State.current())
+        queryset = queryset.filter(state__in=states)
     elif state != "all":
+        states = [state]
         queryset = queryset.filter(state=state)
     query = (filters.get("q") or "").strip()
-    if query:
-        queryset = queryset.filter(Q(ref=query) | Q(text__icontains=query))
+    if query and REF_RE.match(query):
+        queryset = queryset.filter(ref=query)
+    elif query and project is not None and search.terms(query):
+        hits = search.rank(
+            project_id=project.pk,
+            data_classes=list(DataClass.values),
+            states=states,
+            kinds=[filters["kind"]] if filters.get("kind") else None,
+            query=query,
+            match="all",
+            limit=MAX_RANKED,
+        )
+        queryset = queryset.filter(id__in=[hit.fact_id for hit in hits])
+    elif query:
+        queryset = queryset.filter(text__icontains=query)
     return queryset.order_by("-created_at", "-id")
 
 

@@ -47,6 +47,24 @@ def test_browser_filters_by_project_kind_state_and_searches(owner: Client, tenan
     assert "Blue-green" not in searched
 
 
+def test_search_inside_a_project_uses_the_full_text_index(owner: Client, tenant: Tenant) -> None:
+    platform = tenant.projects["platform"]
+    fact_create(project=platform, kind=Kind.DECISION, text="Deploys run blue-green on Tuesdays.", actor="o")
+    fact_create(project=platform, kind=Kind.FACT, text="Payments retry three times.", actor="o")
+    found = owner.get(memory_url(project="platform", q="deploys+tuesdays")).content.decode()
+    assert "blue-green" in found
+    assert "Payments" not in found
+    retired = fact_create(
+        project=platform, kind=Kind.FACT, text="Deploys used canaries.", actor="o", state="retracted"
+    )
+    assert "used canaries." not in owner.get(memory_url(project="platform", q="canaries")).content.decode()
+    assert (
+        "used canaries."
+        in owner.get(memory_url(project="platform", q="canaries", state="all")).content.decode()
+    )
+    assert retired.ref in owner.get(memory_url(q=retired.ref, state="all")).content.decode()
+
+
 def test_browser_never_shows_another_workspace(owner: Client, tenant: Tenant, other_tenant: Tenant) -> None:
     fact = fact_create(
         project=other_tenant.projects["platform"], kind=Kind.FACT, text="Globex secret.", actor="o"
