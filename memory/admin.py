@@ -31,7 +31,6 @@ class FactAdmin(ReadOnlyAdmin):
     list_filter = ["kind", "state", "data_class", "taint", "workspace"]
     search_fields = ["ref", "text", "actor", "source"]
     list_select_related = ["project", "project__workspace"]
-    date_hierarchy = "created_at"
     show_full_result_count = False  # a count(*) over a million items per page view is not worth it
     raw_id_fields = ["supersedes", "proposal"]
 
@@ -40,7 +39,6 @@ class FactAdmin(ReadOnlyAdmin):
 class ProposalAdmin(ReadOnlyAdmin):
     list_display = [
         "seq",
-        "workspace",
         "project",
         "op",
         "status",

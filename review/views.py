@@ -123,7 +123,7 @@ def home(request: HttpRequest) -> HttpResponse:
 @console_view()
 def overview(request: HttpRequest, console: Console) -> HttpResponse:
     summary = selectors.overview(console.workspace)
-    console.__dict__["pending_review"] = summary.pending_review  # already counted
+    console.__dict__["pending_review"] = summary.pending_review  # fills the cached_property: counted once
     activity = selectors.audit_timeline(console.workspace, limit=8)
     return _render(request, console, "overview.html", {"summary": summary, "activity": activity})
 
@@ -336,10 +336,9 @@ def connection_revoke_view(request: HttpRequest, console: Console, pk: int) -> H
 
     connection = selectors.connection_for_member(console.workspace, pk)
     form = RevokeForm(request.POST)
-    form.is_valid()
+    raw = form.cleaned_data["token"] if form.is_valid() else ""
     connection = connection_revoke(connection=connection, revoked_by=console.user)
     messages.success(request, f"Revoked the credential of {connection.actor}.")
-    raw = form.cleaned_data.get("token", "") if form.is_valid() else ""
     if raw:
         _paste_proof(request, connection, raw)
     return redirect("review:connection", console.workspace.slug, pk)

@@ -12,6 +12,11 @@ from django.http import HttpRequest
 from workspaces.models import AuditEvent, Connection, Membership, Project, TrustZone, Workspace
 from workspaces.services import connection_revoke, zone_update
 
+admin.site.site_header = "Unforgetter administration"
+admin.site.site_title = "Unforgetter admin"
+admin.site.index_title = "Superuser tools (owners use the console at /console/)"
+admin.site.enable_nav_sidebar = False  # the changelists are wide; the sidebar squeezed their columns
+
 
 class MembershipInline(admin.TabularInline):
     model = Membership

@@ -296,3 +296,25 @@ def test_keyboard_only_sign_in_and_review(live: LiveServer, scene: dict[str, Any
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.textContent") == "Skip to content"
     context.close()
+
+
+def test_admin_for_superusers(live: LiveServer, scene: dict[str, Any], browser: Any) -> None:
+    from django.contrib.auth.models import User
+
+    off_loop(lambda: User.objects.create_superuser("root", "root@example.com", "correct-horse-battery"))
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    page.goto(f"{live.url}/admin/login/")
+    page.get_by_label("Username").fill("root")
+    page.get_by_label("Password").fill("correct-horse-battery")
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{live.url}/admin/")
+    assert page.get_by_text("Unforgetter administration").is_visible()
+    for name, path in (
+        ("admin-connections", "workspaces/connection/"),
+        ("admin-proposals", "memory/proposal/"),
+    ):
+        page.goto(f"{live.url}/admin/{path}")
+        assert page.locator("#result_list tbody tr").count() >= 1
+        shot(page, f"{name}-1280")
+    context.close()
