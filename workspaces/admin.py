@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 
 from workspaces.models import AuditEvent, Connection, Membership, Project, TrustZone, Workspace
 from workspaces.services import connection_revoke, zone_update
@@ -83,21 +84,28 @@ class MembershipAdmin(admin.ModelAdmin):
     readonly_fields = ["created_at"]
 
 
+class ConnectionStateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("live", "Live"), ("revoked", "Revoked"), ("expired", "Expired")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Connection]) -> QuerySet[Connection]:
+        now = timezone.now()
+        if self.value() == "live":
+            return queryset.filter(revoked_at__isnull=True, expires_at__gt=now)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        if self.value() == "expired":
+            return queryset.filter(revoked_at__isnull=True, expires_at__lte=now)
+        return queryset
+
+
 @admin.register(Connection)
 class ConnectionAdmin(admin.ModelAdmin):
-    list_display = [
-        "actor",
-        "workspace",
-        "kind",
-        "zone",
-        "role",
-        "token_hint",
-        "created_at",
-        "last_used_at",
-        "expires_at",
-        "revoked_at",
-    ]
-    list_filter = ["kind", "role", "zone__trust", "workspace", ("revoked_at", admin.EmptyFieldListFilter)]
+    list_display = ["actor", "workspace", "kind", "zone", "role", "state", "last_used_at", "expires_at"]
+    list_filter = [ConnectionStateFilter, "kind", "role", "zone__trust", "workspace"]
     search_fields = ["actor", "label", "workspace__slug", "token_hint"]
     list_select_related = ["workspace", "zone"]
     date_hierarchy = "created_at"
@@ -121,6 +129,12 @@ class ConnectionAdmin(admin.ModelAdmin):
         "last_used_at",
     ]
     fields = ["label", *readonly_fields]
+
+    @admin.display(description="State")
+    def state(self, obj: Connection) -> str:
+        if obj.revoked_at is not None:
+            return f"revoked {obj.revoked_at:%Y-%m-%d %H:%M}"
+        return "live" if obj.is_usable() else "expired"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         # Tokens are shown once: only the console and `manage.py issue_token` can show them.

@@ -43,6 +43,8 @@ def test_every_changelist_and_change_page_renders(admin: Client, tenant: Tenant)
     assert admin.get(f"/admin/memory/fact/{fact.pk}/change/").status_code == 200
     assert admin.get(f"/admin/workspaces/workspace/{tenant.workspace.pk}/change/").status_code == 200
     assert admin.get("/admin/workspaces/connection/?q=agent").status_code == 200
+    for state in ("live", "revoked", "expired"):
+        assert admin.get(f"/admin/workspaces/connection/?state={state}").status_code == 200
 
 
 def test_admin_revoke_action_uses_the_revocation_service(admin: Client, tenant: Tenant) -> None:
