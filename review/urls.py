@@ -10,8 +10,10 @@ app_name = "review"
 urlpatterns = [
     path(
         "login/",
-        auth_views.LoginView.as_view(
-            template_name="registration/login.html", redirect_authenticated_user=True
+        views.with_csp(
+            auth_views.LoginView.as_view(
+                template_name="registration/login.html", redirect_authenticated_user=True
+            )
         ),
         name="login",
     ),

@@ -20,7 +20,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.dateparse import parse_datetime
@@ -50,6 +50,24 @@ from workspaces.selectors import credential_refused, membership_for, workspace_f
 from workspaces.snippets import client_snippets
 
 PAGE_SIZE = 50
+
+# Console pages load only their own script and stylesheet. Agent-written text is escaped anyway;
+# this is the second wall: no inline script, no remote image beacon, no framing, no form posting
+# elsewhere, even if an escaping bug ever let markup through.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+
+
+def with_csp(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        response = view(request, *args, **kwargs)
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        return response
+
+    return wrapped
 
 
 @dataclass
@@ -95,7 +113,7 @@ def console_view(*, methods: tuple[str, ...] = ("GET",), owner_only: bool = Fals
             except NotFound as exc:
                 raise Http404(exc.message) from None
 
-        return login_required(require_http_methods(list(methods))(wrapped))
+        return cast(View, with_csp(login_required(require_http_methods(list(methods))(wrapped))))
 
     return decorate
 
@@ -111,6 +129,7 @@ def _service_error(request: HttpRequest, exc: UnforgetterError) -> None:
 # --- Home and overview ---------------------------------------------------------------------------
 
 
+@with_csp
 @login_required
 @require_http_methods(["GET"])
 def home(request: HttpRequest) -> HttpResponse:

@@ -47,6 +47,33 @@
     });
   });
 
+  // The review queue from the keyboard: j/k move between proposals, x selects, o or Enter opens.
+  var rows = Array.prototype.slice.call(document.querySelectorAll("[data-keyboard-rows] tbody tr"));
+  if (rows.length) {
+    var current = -1;
+    var focusRow = function (index) {
+      current = Math.max(0, Math.min(rows.length - 1, index));
+      rows.forEach(function (row, i) { row.classList.toggle("kbd-current", i === current); });
+      var link = rows[current].querySelector("a");
+      if (link) { link.focus(); }
+    };
+    document.addEventListener("keydown", function (event) {
+      var target = event.target;
+      if (event.altKey || event.ctrlKey || event.metaKey) { return; }
+      if (target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName) && target.type !== "checkbox") { return; }
+      if (event.key === "j") { focusRow(current + 1); event.preventDefault(); }
+      else if (event.key === "k") { focusRow(current - 1); event.preventDefault(); }
+      else if (event.key === "x" && current >= 0) {
+        var box = rows[current].querySelector("input[type=checkbox]");
+        if (box) { box.checked = !box.checked; }
+        event.preventDefault();
+      } else if (event.key === "o" && current >= 0) {
+        var open = rows[current].querySelector("a");
+        if (open) { open.click(); }
+      }
+    });
+  }
+
   var all = document.getElementById("id_all_projects");
   var choices = document.getElementById("project-choices");
   if (all && choices) {

@@ -161,6 +161,7 @@ def test_owner_reviews_proposals_and_manages_a_connection_end_to_end(
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("dialog", lambda dialog: errors.append(f"unexpected dialog: {dialog.message}"))
 
     sign_in(page, live, scene["owner"])
@@ -170,6 +171,11 @@ def test_owner_reviews_proposals_and_manages_a_connection_end_to_end(
     # The queue, and the update proposal with its diff.
     page.get_by_role("link", name="Review").first.click()
     assert page.locator("table.queue tbody tr").count() == 3
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.keyboard.press("x")
+    assert page.locator("table.queue tbody tr").nth(1).locator("input[type=checkbox]").is_checked()
+    page.keyboard.press("x")
     shot(page, "queue-1280")
     page.goto(f"{live.url}/console/w/acme/review/{scene['update']}/")
     assert page.locator("#diff ins").first.inner_text() == "Thursday"

@@ -206,3 +206,21 @@ def test_csrf_is_enforced_on_every_action(tenant: Tenant) -> None:
     assert client.post("/console/logout/").status_code == 403
     assert Proposal.objects.get(workspace=tenant.workspace, seq=1).status == Proposal.Status.QUARANTINED
     assert not tenant.workspace.connections.filter(revoked_at__isnull=False).exists()
+
+
+def test_console_pages_carry_a_strict_content_security_policy(client: Client, tenant: Tenant) -> None:
+    urls = scoped_urls(tenant)
+    assert "script-src 'self'" in client.get("/console/login/")["Content-Security-Policy"]
+    client.force_login(tenant.owner)
+    for name in ("overview", "queue", "proposal", "connection", "memory", "item", "audit", "issue"):
+        policy = client.get(urls[name])["Content-Security-Policy"]
+        assert "script-src 'self'" in policy, name
+        assert "img-src 'self' data:" in policy, name
+
+
+def test_a_user_without_workspaces_is_told_so(client: Client, tenant: Tenant) -> None:
+    client.force_login(cast(User, UserFactory(username="nobody")))
+    response = client.get("/console/")
+    assert response.status_code == 200
+    assert b"not a member of any workspace" in response.content
+    assert client.get(reverse("review:overview", args=["acme"])).status_code == 404
