@@ -148,7 +148,7 @@ def test_a_live_credential_is_not_claimed_refused(owner: Client, tenant: Tenant)
     assert "Revoke this credential" in content
 
 
-def test_oauth_connections_are_listed_by_kind(owner: Client, tenant: Tenant) -> None:
+def test_oauth_connections_are_listed_by_kind_and_revoked_with_proof(owner: Client, tenant: Tenant) -> None:
     from oauth2_provider.models import Application
 
     app = Application.objects.create(
@@ -173,6 +173,12 @@ def test_oauth_connections_are_listed_by_kind(owner: Client, tenant: Tenant) -> 
     content = owner.get(reverse("review:connections", args=["acme"])).content.decode()
     assert "claude-code@oauth" in content
     assert "OAuth" in content
+    oauth = Connection.objects.get(kind=Connection.Kind.OAUTH)
+    assert not credential_refused(oauth)
+    page = owner.post(reverse("review:revoke", args=["acme", oauth.pk]), follow=True).content.decode()
+    assert "Verified: the MCP endpoint now refuses this credential (HTTP 401)." in page
+    assert "OAuth access and refresh tokens were revoked with it" in page
+    assert credential_refused(oauth)
 
 
 def test_owner_edits_a_trust_zone(owner: Client, tenant: Tenant) -> None:
