@@ -200,6 +200,10 @@ def memory_items(workspace: Workspace, filters: dict[str, Any]) -> QuerySet[Fact
 
 
 def fact_for_member(workspace: Workspace, ref: str) -> Fact:
+    # A ref comes from the URL: anything that cannot be a stored ref (NUL bytes, which
+    # PostgreSQL refuses outright, or over-long input) is simply not found.
+    if "\x00" in ref or len(ref) > Fact._meta.get_field("ref").max_length:  # type: ignore[operator]
+        raise NotFound("No such item.")
     fact = (
         Fact.objects.filter(workspace=workspace, ref=ref)
         .select_related("project", "edited_by", "proposal", "supersedes")

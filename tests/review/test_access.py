@@ -224,3 +224,25 @@ def test_a_user_without_workspaces_is_told_so(client: Client, tenant: Tenant) ->
     assert response.status_code == 200
     assert b"not a member of any workspace" in response.content
     assert client.get(reverse("review:overview", args=["acme"])).status_code == 404
+
+
+def test_out_of_range_and_malformed_ids_are_404_not_500(client: Client, tenant: Tenant) -> None:
+    client.force_login(tenant.owner)
+    huge = "9" * 30
+    for url in (
+        f"/console/w/acme/review/{huge}/",
+        f"/console/w/acme/connections/{huge}/",
+        "/console/w/acme/memory/%00%E2%80%AE/",
+        "/console/w/acme/memory/fact_doesnotexist00/",
+        "/console/w/no-such-workspace/",
+    ):
+        assert client.get(url).status_code == 404, url
+    for url in (
+        "/console/w/acme/memory/?q=%00&project=%00&page=%00",
+        "/console/w/acme/review/?actor=%00&zone=%00&page=-1",
+        "/console/w/acme/audit/?actor=%00&before=%00",
+    ):
+        assert client.get(url).status_code == 200, url
+    assert client.post(f"/console/w/acme/zones/{huge}/", {}).status_code == 404
+    bulk = client.post(reverse("review:bulk", args=["acme"]), {"action": "approve", "seqs": ["x", huge]})
+    assert bulk.status_code == 302
