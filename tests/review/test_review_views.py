@@ -192,3 +192,25 @@ def test_bulk_approve_and_reject(owner: Client, tenant: Tenant) -> None:
     owner.post(url, {"action": "approve", "seqs": [c.seq], "note": ""})
     statuses = dict(Proposal.objects.values_list("seq", "status"))
     assert statuses == {a.seq: "rejected", b.seq: "rejected", c.seq: "published"}
+
+
+def test_retraction_and_close_pages_show_the_current_item(owner: Client, tenant: Tenant) -> None:
+    platform = tenant.projects["platform"]
+    fact = fact_create(project=platform, kind=Kind.FACT, text="Builds take ten minutes.", actor="o")
+    thread = fact_create(project=platform, kind=Kind.THREAD, text="Why are builds slow?", actor="o")
+    retract = make_proposal(
+        platform, op=Proposal.Op.REJECT, target=fact.ref, text="Builds now take two minutes."
+    )
+    close = make_proposal(platform, op=Proposal.Op.CLOSE_THREAD, target=thread.ref, text="Cache fixed it.")
+    missing = make_proposal(platform, op=Proposal.Op.UPDATE_FACT, target="fact_nosuchref2345", text="x")
+    page = owner.get(reverse("review:proposal", args=["acme", retract.seq])).content.decode()
+    assert "Retracts" in page
+    assert "Builds take ten minutes." in page
+    page = owner.get(reverse("review:proposal", args=["acme", close.seq])).content.decode()
+    assert "Closes" in page
+    assert "Why are builds slow?" in page
+    page = owner.get(reverse("review:proposal", args=["acme", missing.seq])).content.decode()
+    assert "is not in this workspace's memory" in page
+    owner.post(reverse("review:approve", args=["acme", close.seq]))
+    thread.refresh_from_db()
+    assert thread.state == State.CLOSED
