@@ -1,7 +1,8 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from oauth2_provider.views import OAuthServerMetadataView
 
+from review.assets import static_asset
 from workspaces import views as workspace_views
 from workspaces.oauth_views import ProtectedResourceMetadataView
 
@@ -17,5 +18,7 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
     path("api/v1/", include("memory.api_urls", namespace="api")),
+    path("console/", include("review.urls", namespace="review")),
+    re_path(r"^static/(?P<path>.*)$", static_asset, name="static"),
     path("oauth/", include("workspaces.oauth_urls", namespace="oauth2_provider")),
 ]

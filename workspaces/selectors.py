@@ -140,3 +140,16 @@ def connections_matching(workspace: Workspace, *, include_revoked: bool = True) 
     if not include_revoked:
         queryset = queryset.filter(Q(revoked_at__isnull=True))
     return queryset.prefetch_related("projects")
+
+
+def credential_refused(connection: Connection) -> bool:
+    """Whether the MCP verifier now refuses this credential, read from the database as it reads it.
+
+    The verifier (`connection_for_bearer`) looks the row up on every request and accepts it only
+    if it is usable (not revoked, not expired). The console never holds the raw token, so this
+    re-reads the same row by its digest (or, for an OAuth grant, by its id) under the same rule.
+    """
+    rows = Connection.objects.filter(pk=connection.pk)
+    if connection.kind == Connection.Kind.TOKEN:
+        rows = Connection.objects.filter(token_digest=connection.token_digest, kind=Connection.Kind.TOKEN)
+    return not rows.usable().exists()

@@ -6,6 +6,7 @@
 """
 
 from memory.services.facts import default_state, fact_build, fact_create, facts_bulk_create, project_touch
+from memory.services.owner_edits import fact_owner_create, fact_owner_edit
 from memory.services.proposals import (
     ConsolidationReport,
     Submitted,
@@ -32,6 +33,8 @@ __all__ = [
     "default_state",
     "fact_build",
     "fact_create",
+    "fact_owner_create",
+    "fact_owner_edit",
     "facts_bulk_create",
     "project_touch",
     "proposal_approve",

@@ -1,0 +1,111 @@
+"""The Django admin for superusers. Memory is append-only here too: items are read-only (owners edit
+protected items in the console, which versions and audits them) and proposals are decided with
+the same review services the console uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from memory.models import ContextRequest, Fact, Proposal, Publication
+from workspaces.exceptions import UnforgetterError
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Fact)
+class FactAdmin(ReadOnlyAdmin):
+    list_display = ["ref", "project", "kind", "state", "data_class", "taint", "actor", "created_at"]
+    list_filter = ["kind", "state", "data_class", "taint", "workspace"]
+    search_fields = ["ref", "text", "actor", "source"]
+    list_select_related = ["project", "project__workspace"]
+    show_full_result_count = False  # a count(*) over a million items per page view is not worth it
+    raw_id_fields = ["supersedes", "proposal"]
+
+
+@admin.register(Proposal)
+class ProposalAdmin(ReadOnlyAdmin):
+    list_display = [
+        "seq",
+        "project",
+        "op",
+        "status",
+        "reason",
+        "taint",
+        "actor",
+        "zone",
+        "created_at",
+    ]
+    list_filter = ["status", "op", "reason", "taint", "zone", "workspace"]
+    search_fields = ["actor", "request_id", "text", "target"]
+    list_select_related = ["workspace", "project"]
+    date_hierarchy = "created_at"
+    show_full_result_count = False
+    actions = ["approve_selected", "reject_selected"]
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Needed for the actions to show; every field stays read-only (see get_readonly_fields).
+        return bool(request.user.is_superuser)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [f.name for f in Proposal._meta.fields]
+
+    def _decide(self, request: HttpRequest, queryset: QuerySet[Proposal], approve: bool) -> None:
+        from memory.services import proposal_approve, proposal_reject
+
+        done = 0
+        for proposal in queryset.order_by("seq"):
+            try:
+                if approve:
+                    proposal_approve(proposal=proposal, reviewer=request.user, note="Approved in the admin.")
+                else:
+                    proposal_reject(proposal=proposal, reviewer=request.user, note="Rejected in the admin.")
+                done += 1
+            except UnforgetterError as exc:
+                self.message_user(request, f"#{proposal.seq}: {exc.message}", messages.WARNING)
+        self.message_user(request, f"{'Approved' if approve else 'Rejected'} {done} proposal(s).")
+
+    @admin.action(description="Approve and publish the selected proposals (taint kept)")
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Proposal]) -> None:
+        self._decide(request, queryset, approve=True)
+
+    @admin.action(description="Reject the selected proposals")
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet[Proposal]) -> None:
+        self._decide(request, queryset, approve=False)
+
+
+@admin.register(Publication)
+class PublicationAdmin(ReadOnlyAdmin):
+    list_display = ["workspace", "version", "compiled_at", "published_count", "changed"]
+    list_filter = ["changed", "workspace"]
+    list_select_related = ["workspace"]
+    date_hierarchy = "compiled_at"
+
+
+@admin.register(ContextRequest)
+class ContextRequestAdmin(ReadOnlyAdmin):
+    list_display = [
+        "context_id",
+        "workspace",
+        "project",
+        "actor",
+        "task",
+        "publication_version",
+        "created_at",
+    ]
+    list_filter = ["workspace"]
+    search_fields = ["context_id", "actor", "task"]
+    list_select_related = ["workspace", "project"]
+    date_hierarchy = "created_at"

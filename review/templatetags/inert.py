@@ -1,0 +1,102 @@
+"""Render text an agent wrote as inert, escaped text.
+
+Nothing an agent wrote is ever rendered as HTML or markdown. Characters a reader cannot see
+(zero-width, bidirectional overrides, Unicode tag characters, odd spaces, controls) are replaced
+by a visible marker such as `⟨U+202E⟩`, so a reviewer sees exactly what a model would read.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from django import template
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+register = template.Library()
+
+# Visible whitespace an editor shows as such; everything else unusual is made visible.
+_ORDINARY = {"\n", "\t", " "}
+# Invisible although not in a "format" or "control" category.
+_INVISIBLE_EXTRA = {
+    0x034F,  # combining grapheme joiner
+    0x115F,
+    0x1160,
+    0x3164,
+    0xFFA0,  # Hangul fillers
+    0x2800,  # braille blank
+    0x180E,  # Mongolian vowel separator
+}
+
+
+def is_hidden(char: str) -> bool:
+    """Whether a reader would not see this character for what it is."""
+    if char in _ORDINARY:
+        return False
+    code = ord(char)
+    if code in _INVISIBLE_EXTRA:
+        return True
+    if 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF:  # variation selectors
+        return True
+    category = unicodedata.category(char)
+    # Cf: format (zero-width, bidi controls, tag characters, soft hyphen); Cc: controls;
+    # Co/Cn: private use and unassigned; Zs/Zl/Zp other than a plain space: look-alike spaces.
+    return category in {"Cf", "Cc", "Co", "Cn", "Zs", "Zl", "Zp"}
+
+
+def _marker(char: str) -> str:
+    code = ord(char)
+    name = unicodedata.name(char, "")
+    label = f"U+{code:04X}"
+    title = f"{label} {name}".strip() if name else f"{label} (hidden character)"
+    return f'<span class="hidden-char" title="{escape(title)}">⟨{label}⟩</span>'
+
+
+_HIDDEN_RUN = re.compile(r"[^\n\t !-~]")  # a fast pre-filter: anything outside printable ASCII
+
+
+def inert_html(value: object) -> SafeString:
+    """Escape `value` and make hidden characters visible. The result is safe HTML of plain text."""
+    text = "" if value is None else str(value)
+    if not _HIDDEN_RUN.search(text):
+        return mark_safe(escape(text))  # noqa: S308 - escaped just now
+    parts = []
+    for char in text:
+        parts.append(_marker(char) if is_hidden(char) else escape(char))
+    return mark_safe("".join(parts))  # noqa: S308 - every piece escaped or a fixed marker
+
+
+@register.filter(name="inert", is_safe=False)
+def inert(value: object) -> SafeString:
+    return inert_html(value)
+
+
+_MARKDOWN_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+_MARKDOWN_LINK = re.compile(r"(?<!!)\[[^\]]*\]\((?:https?:)?//[^)]*\)")
+_HTML_TAG = re.compile(r"<\s*/?\s*[a-zA-Z][^>]*>")
+_URL = re.compile(r"https?://\S+", re.IGNORECASE)
+
+
+def hazards_of(value: object) -> list[str]:
+    """Short notes on what in `value` could act on a model or leak data if rendered."""
+    text = "" if value is None else str(value)
+    found = []
+    hidden = sorted({f"U+{ord(c):04X}" for c in text if is_hidden(c)})
+    if hidden:
+        shown = ", ".join(hidden[:6]) + (" …" if len(hidden) > 6 else "")
+        found.append(f"hidden characters ({shown})")
+    if _MARKDOWN_IMAGE.search(text):
+        found.append("markdown image (a possible exfiltration beacon)")
+    elif _MARKDOWN_LINK.search(text):
+        found.append("markdown link")
+    if _HTML_TAG.search(text):
+        found.append("HTML markup")
+    if _URL.search(text) and not found:
+        found.append("URL")
+    return found
+
+
+@register.filter(name="hazards")
+def hazards(value: object) -> list[str]:
+    return hazards_of(value)

@@ -1,0 +1,79 @@
+"""The Django admin for superusers: changelists render, actions go through the services."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from memory.models import Fact, Kind, Proposal
+from memory.services import fact_create
+from tests.conftest import Tenant
+from tests.review.helpers import make_proposal
+from workspaces.models import AuditEvent, Connection
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin(client: Client) -> Client:
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+    return client
+
+
+def test_every_changelist_and_change_page_renders(admin: Client, tenant: Tenant) -> None:
+    _token, connection = tenant.issue()
+    proposal = make_proposal(tenant.projects["platform"])
+    fact = fact_create(project=tenant.projects["platform"], kind=Kind.POLICY, text="P", actor="o")
+    for path in (
+        "workspaces/workspace",
+        "workspaces/project",
+        "workspaces/trustzone",
+        "workspaces/membership",
+        "workspaces/connection",
+        "workspaces/auditevent",
+        "memory/fact",
+        "memory/proposal",
+        "memory/publication",
+        "memory/contextrequest",
+    ):
+        assert admin.get(f"/admin/{path}/").status_code == 200, path
+    assert admin.get(f"/admin/workspaces/connection/{connection.pk}/change/").status_code == 200
+    assert admin.get(f"/admin/memory/proposal/{proposal.pk}/change/").status_code == 200
+    assert admin.get(f"/admin/memory/fact/{fact.pk}/change/").status_code == 200
+    assert admin.get(f"/admin/workspaces/workspace/{tenant.workspace.pk}/change/").status_code == 200
+    assert admin.get("/admin/workspaces/connection/?q=agent").status_code == 200
+    for state in ("live", "revoked", "expired"):
+        assert admin.get(f"/admin/workspaces/connection/?state={state}").status_code == 200
+
+
+def test_admin_revoke_action_uses_the_revocation_service(admin: Client, tenant: Tenant) -> None:
+    _token, connection = tenant.issue()
+    admin.post(
+        "/admin/workspaces/connection/",
+        {"action": "revoke_selected", "_selected_action": [connection.pk]},
+    )
+    connection.refresh_from_db()
+    assert connection.revoked_at is not None
+    assert AuditEvent.objects.filter(action=AuditEvent.Action.TOKEN_REVOKED, actor="root").exists()
+    assert Connection.objects.usable().count() == 0
+
+
+def test_admin_review_actions_use_the_review_services(admin: Client, tenant: Tenant) -> None:
+    keep = make_proposal(tenant.projects["platform"], text="Approve me")
+    drop = make_proposal(tenant.projects["platform"], text="Reject me")
+    admin.post("/admin/memory/proposal/", {"action": "approve_selected", "_selected_action": [keep.pk]})
+    admin.post("/admin/memory/proposal/", {"action": "reject_selected", "_selected_action": [drop.pk]})
+    keep.refresh_from_db()
+    drop.refresh_from_db()
+    assert keep.status == Proposal.Status.PUBLISHED
+    assert drop.status == Proposal.Status.REJECTED
+    assert Fact.objects.filter(proposal=keep, text="Approve me").exists()
+
+
+def test_memory_items_cannot_be_changed_in_the_admin(admin: Client, tenant: Tenant) -> None:
+    fact = fact_create(project=tenant.projects["platform"], kind=Kind.POLICY, text="P", actor="o")
+    admin.post(f"/admin/memory/fact/{fact.pk}/change/", {"text": "changed"})
+    fact.refresh_from_db()
+    assert fact.text == "P"
+    assert admin.get("/admin/memory/fact/add/").status_code == 403
