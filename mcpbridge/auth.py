@@ -79,12 +79,17 @@ def require_scope(scope: str) -> None:
     Personal tokens carry the scopes of their role; OAuth tokens carry what was consented,
     narrowed to the role. Raised as a tool error (forbidden_scope), not an HTTP status.
     """
-    current_connection()
+    connection = current_connection()
     token = get_access_token()
     if token is None or scope not in token.scopes:
-        what = "propose memory changes" if scope == SCOPE_PROPOSE else f"use the {scope} scope"
+        if scope == SCOPE_PROPOSE and not connection.can_propose:
+            message = "This credential is read-only: it may read memory but not propose changes."
+        elif scope == SCOPE_PROPOSE:
+            message = f"This credential may not propose memory changes: it lacks the {scope} scope."
+        else:
+            message = f"This credential lacks the {scope} scope."
         raise ForbiddenScope(
-            f"This credential may not {what}: it lacks the {scope} scope.",
+            message,
             action="Do not retry. Ask the workspace owner for a contributor connection.",
         )
 

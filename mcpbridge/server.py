@@ -21,7 +21,13 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
 from mcpbridge import results
-from mcpbridge.auth import SCOPE_READ, ConnectionTokenVerifier, current_connection
+from mcpbridge.auth import (
+    SCOPE_PROPOSE,
+    SCOPE_READ,
+    ConnectionTokenVerifier,
+    current_connection,
+    require_scope,
+)
 from mcpbridge.schemas import (
     MAX_EVIDENCE_ITEMS,
     MAX_EVIDENCE_REF,
@@ -107,6 +113,7 @@ def _search_memory(connection: Connection, args: SearchMemoryArgs) -> dict[str, 
 
 
 def _propose_memory(connection: Connection, args: ProposeMemoryArgs) -> dict[str, Any]:
+    require_scope(SCOPE_PROPOSE)
     change = args.change
     return proposal_submit(
         connection=connection,

@@ -255,10 +255,14 @@ class HandClient:
         body = {"client_id": self.client_id, **data}
         return httpx.post(f"{self.base_url}/oauth/token/", data=body, timeout=30)
 
-    def obtain(self, driver: ConsentDriver, resource: str) -> dict[str, Any]:
+    def obtain(
+        self, driver: ConsentDriver, resource: str, scope: str = "memory:read memory:propose"
+    ) -> dict[str, Any]:
         """The whole code flow with S256 PKCE for `resource`: the token response."""
         verifier, challenge = pkce_pair()
-        url = self.authorize_url(code_challenge=challenge, code_challenge_method="S256", resource=resource)
+        url = self.authorize_url(
+            code_challenge=challenge, code_challenge_method="S256", resource=resource, scope=scope
+        )
         driver.run(url)
         assert driver.location is not None
         code = parse_qs(urlsplit(driver.location).query)["code"][0]

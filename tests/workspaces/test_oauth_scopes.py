@@ -12,6 +12,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 
 from mcpbridge.auth import ConnectionTokenVerifier, require_scope
 from tests.conftest import LiveServer, Tenant
+from tests.mcp_client import MCPClient
 from tests.workspaces.oauth_harness import Consent, ConsentDriver, HandClient, session_cookies
 from workspaces.exceptions import ForbiddenScope
 from workspaces.models import Connection
@@ -78,3 +79,24 @@ def test_require_scope_refuses_a_reader_proposing(tenant: Tenant, live: LiveServ
 def test_require_scope_lets_a_contributor_propose(tenant: Tenant, live: LiveServer) -> None:
     token, _ = tenant.issue(role=Connection.Role.CONTRIBUTOR)
     _run_with_token(token, "memory:propose")
+
+
+def test_a_contributor_token_consented_for_reading_only_cannot_propose(
+    oauth_live: LiveServer, tenant: Tenant
+) -> None:
+    hand = HandClient.register(oauth_live.url)
+    driver = ConsentDriver(oauth_live.url, session_cookies(tenant.owner), Consent(role="contributor"))
+    tokens = hand.obtain(driver, oauth_live.mcp_url, scope="memory:read")
+    client = MCPClient(oauth_live.mcp_url, tokens["access_token"])
+    assert [p["id"] for p in client.ok("list_projects")["projects"]]
+    refused = client.error(
+        "propose_memory",
+        {
+            "project_id": "platform",
+            "request_id": "scope-check-0001",
+            "change": {"op": "add_fact", "text": "Deploys happen on Tuesdays."},
+            "evidence": [{"text": "Seen in the release calendar.", "trust": "trusted"}],
+        },
+    )
+    assert refused["code"] == "forbidden_scope"
+    assert "memory:propose" in refused["message"]
