@@ -55,7 +55,7 @@ class Sizes:
         return self.project_items * self.projects
 
 
-FULL = Sizes(project_items=100_000, projects=10, latency_calls=600, warmup_calls=60, concurrent_seconds=10)
+FULL = Sizes(project_items=100_000, projects=10, latency_calls=300, warmup_calls=30, concurrent_seconds=10)
 QUICK = Sizes(project_items=10_000, projects=3, latency_calls=150, warmup_calls=20, concurrent_seconds=3)
 
 

@@ -11,6 +11,7 @@ import pytest
 from mcpbridge.schemas import GetContextArgs, ListProjectsArgs, SearchMemoryArgs
 from mcpbridge.server import _get_context, _list_projects, _search_memory
 from memory.cursors import cursor_make
+from memory.search import common_terms
 from tests.conftest import Tenant
 from tests.readpath import _fresh_bundle_cache, add_item  # noqa: F401
 from workspaces.exceptions import InvalidCursor
@@ -18,6 +19,12 @@ from workspaces.models import Connection
 from workspaces.selectors import connection_for_bearer
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _common_terms_loaded() -> None:
+    # The common-word statistics are read once per process every few minutes, not per call.
+    common_terms.get()
 
 
 def _as_verified(token: str) -> Connection:
@@ -53,8 +60,8 @@ def test_get_context_queries_when_compiled(memory: Tenant, django_assert_num_que
     token, _ = memory.issue()
     connection = _as_verified(token)
     args = GetContextArgs(project_id="platform", task="deploy the release train")
-    # project, publication, policies, ranked facts, recent facts, fact rows, threads, method
-    # ranking, method rows, then the ContextRequest insert inside its savepoint (3 statements).
+    # project, publication, policies, one ranking of facts and methods, recent facts (one
+    # statement), the chosen rows, threads, then the ContextRequest insert in its savepoint (3).
     with django_assert_num_queries(COMPILED):
         bundle = _get_context(connection, args)
     assert bundle["facts"]
@@ -116,6 +123,6 @@ def test_search_memory_refuses_a_bad_cursor_before_searching(
         _search_memory(verified, SearchMemoryArgs(project_id="platform", query="deploy", cursor=other))
 
 
-COMPILED = 12
+COMPILED = 10
 CACHED = 2
 SEARCH = 4
