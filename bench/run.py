@@ -507,6 +507,9 @@ def main() -> None:
             client.call("get_context", {"project_id": project, "task": task(i)})
             client.call("search_memory", {"project_id": project, "query": query(i)})
 
+        log("Measuring list_projects (the fixed cost of a call) ...")
+        floor = timed(client, "list_projects", [{}] * n)
+
         log("Measuring get_context ...")
         tasks = [task(10_000 + i) for i in range(n)]
         ctx = timed(client, "get_context", [{"project_id": project, "task": t} for t in tasks])
@@ -543,6 +546,7 @@ def main() -> None:
             (f"get_context p95 ({k} in project)", f"{ctx.pct(95):.1f} ms", "<= 20 ms", ctx.pct(95) <= 20),
             (f"get_context p99 ({k} in project)", f"{ctx.pct(99):.1f} ms", "-", None),
             ("get_context p50, same task again", f"{cached.pct(50):.1f} ms", "-", None),
+            ("list_projects p50 (auth + MCP + 1 query)", f"{floor.pct(50):.1f} ms", "-", None),
             (
                 f"search_memory p50 ({m} in workspace)",
                 f"{srch.pct(50):.1f} ms",
@@ -592,9 +596,11 @@ def print_table(rows: list[tuple[str, str, str, bool | None]], sizes: Sizes, db_
     table = [header] + [(m, v, b, "-" if ok is None else ("yes" if ok else "NO")) for m, v, b, ok in rows]
     widths = [max(len(str(r[i])) for r in table) for i in range(4)]
     line = "+-" + "-+-".join("-" * w for w in widths) + "-+"
+    load = os.getloadavg()[0]
     print(
         f"Unforgetter bench: {db_name}, {sizes.workspace_items:,} items, "
-        f"{sizes.project_items:,} in the measured project, PostgreSQL, 1 uvicorn worker"
+        f"{sizes.project_items:,} in the measured project, PostgreSQL, 1 uvicorn worker, "
+        f"{os.cpu_count()} CPUs, load average {load:.1f} at the end"
     )
     print(line)
     for i, row in enumerate(table):

@@ -35,6 +35,7 @@ CANDIDATE_CAP = 512
 # crowd the telling words out of the candidate cap.
 COMMON_TERM_SHARE = 0.02
 COMMON_TERMS_TTL_SECONDS = 600.0
+COMMON_TERMS_MIN_ITEMS = 10_000
 
 
 @dataclass(frozen=True)
@@ -107,12 +108,14 @@ class _CommonTerms:
             return []
         with db.cursor() as cursor:
             cursor.execute(
-                "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
-                "WHERE tablename = 'memory_fact' AND attname = 'search_vector' "
-                "AND schemaname = ANY(current_schemas(false))"
+                "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
+                "FROM pg_stats s JOIN pg_class c ON c.oid = 'memory_fact'::regclass "
+                "WHERE s.tablename = 'memory_fact' AND s.attname = 'search_vector' "
+                "AND s.schemaname = ANY(current_schemas(false))"
             )
             row = cursor.fetchone()
-        if not row or not row[0]:
+        # A small table ranks every match cheaply, and its statistics say little.
+        if not row or not row[0] or row[2] < COMMON_TERMS_MIN_ITEMS:
             return []
         # The frequencies array ends with the minimum, the maximum and the null fraction.
         return [lexeme for lexeme, share in zip(row[0], row[1], strict=False) if share > COMMON_TERM_SHARE]
