@@ -21,7 +21,6 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection as db
 from django.utils import timezone
 
 from memory import search
@@ -38,6 +37,7 @@ CANDIDATES = 60
 # Matching rows scored per bundle (facts and methods together); see memory.search.CANDIDATE_CAP.
 RANK_CANDIDATES = 200
 MAX_THREADS = 12
+RECENT = CANDIDATES // 3
 MAX_METHODS = 6
 _ITEM_FIELDS = (
     "id",
@@ -89,28 +89,38 @@ def _recency(created_at: datetime, now: datetime) -> float:
     return math.pow(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
 
 
-def _recent_ids(connection: Connection, project: Project, kinds: Iterable[str], limit: int) -> list[int]:
-    """The newest active items of the given kinds, in one statement.
+@dataclass
+class _Standing:
+    """Items chosen without the task: policies, the newest open threads and the newest facts."""
 
-    One newest-first scan per kind, each walking the (project, state, kind, -created_at) index
-    and stopping at `limit`: a single `kind IN (...)` query would sort every active item of the
-    project first (tens of milliseconds at 100k items).
+    policies: list[Fact]
+    threads: list[Fact]
+    recent: list[Fact]
+
+
+def _standing(connection: Connection, project: Project) -> _Standing:
+    """Every protected item, the newest open threads and the newest facts per kind: one statement.
+
+    Each part walks the (project, state, kind, -created_at) index newest first and stops at its
+    limit: a single `kind IN (...)` query would sort every current item of the project first (tens
+    of milliseconds at 100k items).
     """
-    parts = [
-        agent_facts(connection, project)
-        .filter(kind=kind, state=State.ACTIVE)
-        .order_by("-created_at", "-id")
-        .values_list("id", "created_at")[:limit]
-        .query.sql_with_params()
-        for kind in kinds
-    ]
-    sql = " UNION ALL ".join(f"SELECT * FROM ({part}) AS k{i}" for i, (part, _) in enumerate(parts))  # noqa: S608 - ORM-compiled SQL, values are params
-    params = [param for _, part_params in parts for param in part_params]
-    with db.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    rows.sort(key=lambda row: (row[1], row[0]), reverse=True)
-    return [row[0] for row in rows[:limit]]
+    items = agent_facts(connection, project).only(*_ITEM_FIELDS)
+    newest = ("-created_at", "-id")
+    parts = [items.filter(kind__in=Kind.protected(), state=State.ACTIVE).order_by(*newest)]
+    parts.append(items.filter(kind=Kind.THREAD, state=State.OPEN).order_by(*newest)[:MAX_THREADS])
+    parts += [items.filter(kind=kind, state=State.ACTIVE).order_by(*newest)[:RECENT] for kind in FACT_KINDS]
+    compiled = [part.query.sql_with_params() for part in parts]
+    # ORM-compiled SQL; every value is a parameter.
+    sql = " UNION ALL ".join(f"SELECT * FROM ({part}) AS k{i}" for i, (part, _) in enumerate(compiled))  # noqa: S608
+    params = [param for _, part_params in compiled for param in part_params]
+    rows = sorted(Fact.objects.raw(sql, params), key=lambda f: (f.created_at, f.pk), reverse=True)
+    protected = Kind.protected()
+    return _Standing(
+        policies=sorted((f for f in rows if f.kind in protected), key=lambda f: f.kind),
+        threads=[f for f in rows if f.kind == Kind.THREAD],
+        recent=[f for f in rows if f.kind in FACT_KINDS][:RECENT],
+    )
 
 
 @dataclass
@@ -119,7 +129,9 @@ class _Ranked:
     methods: list[Fact]
 
 
-def _ranked(connection: Connection, project: Project, task: str, now: datetime) -> _Ranked:
+def _ranked(
+    connection: Connection, project: Project, task: str, now: datetime, recent: list[Fact]
+) -> _Ranked:
     """Facts, decisions and conventions best first (each with why it was chosen), and methods.
 
     One full-text pass scores facts and methods together (at most RANK_CANDIDATES matching rows),
@@ -139,9 +151,13 @@ def _ranked(connection: Connection, project: Project, task: str, now: datetime) 
     method_ids = [hit.fact_id for hit in hits if hit.kind == Kind.METHOD][:MAX_METHODS]
     relevance = {hit.fact_id: hit.score for hit in fact_hits}
     top = max(relevance.values(), default=0.0) or 1.0
-    recent_ids = _recent_ids(connection, project, FACT_KINDS, CANDIDATES // 3)
-    ids = list(dict.fromkeys([*relevance, *recent_ids, *method_ids]))
-    rows = {f.pk: f for f in agent_facts(connection, project).filter(id__in=ids).only(*_ITEM_FIELDS)}
+    rows = {f.pk: f for f in recent}
+    recent_ids = list(rows)
+    missing = [i for i in dict.fromkeys([*relevance, *method_ids]) if i not in rows]
+    if missing:
+        rows.update(
+            (f.pk, f) for f in agent_facts(connection, project).filter(id__in=missing).only(*_ITEM_FIELDS)
+        )
 
     def score(fact: Fact) -> float:
         rel = relevance.get(fact.pk, 0.0) / top
@@ -180,24 +196,20 @@ def compile_bundle(connection: Connection, project: Project, task: str, now: dat
     served: list[str] = []
     pointers: list[dict[str, str]] = []
 
+    standing = _standing(connection, project)
     # Protected items are always included; they spend the budget first.
-    policies = list(
-        agent_facts(connection, project).filter(kind__in=Kind.protected()).order_by("kind", "-created_at")
-    )
+    policies = standing.policies
     for fact in policies:
         budget.items -= 1
         budget.chars -= len(fact.text)
         served.append(fact.ref)
 
-    ranked = _ranked(connection, project, task, now)
+    ranked = _ranked(connection, project, task, now, standing.recent)
     facts: list[dict[str, Any]] = []
     _fill(facts, ranked.facts, budget, pointers, served)
 
-    threads = (
-        agent_facts(connection, project).filter(kind=Kind.THREAD, state=State.OPEN).order_by("-created_at")
-    )
     open_threads: list[dict[str, Any]] = []
-    _fill(open_threads, ((t, "is open") for t in threads[:MAX_THREADS]), budget, pointers, served)
+    _fill(open_threads, ((t, "is open") for t in standing.threads), budget, pointers, served)
 
     methods: list[dict[str, Any]] = []
     _fill(

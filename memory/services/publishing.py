@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from memory.models import ContextRequest, Publication
 from workspaces.models import Connection, Project, Workspace
@@ -41,10 +41,14 @@ def context_request_record(
     publication_version: int,
     refs: list[str],
 ) -> None:
-    """Record a compiled bundle once per context_id (a replay in another process is a no-op)."""
-    try:
-        with transaction.atomic():
-            ContextRequest.objects.create(
+    """Record a compiled bundle once per context_id (a replay in another process is a no-op).
+
+    One `INSERT ... ON CONFLICT DO NOTHING`: no savepoint, and a concurrent first compile of the
+    same bundle elsewhere is simply kept.
+    """
+    ContextRequest.objects.bulk_create(
+        [
+            ContextRequest(
                 context_id=context_id,
                 workspace_id=connection.workspace_id,
                 project=project,
@@ -54,5 +58,6 @@ def context_request_record(
                 publication_version=publication_version,
                 refs=refs,
             )
-    except IntegrityError:
-        pass
+        ],
+        ignore_conflicts=True,
+    )

@@ -60,8 +60,8 @@ def test_get_context_queries_when_compiled(memory: Tenant, django_assert_num_que
     token, _ = memory.issue()
     connection = _as_verified(token)
     args = GetContextArgs(project_id="platform", task="deploy the release train")
-    # project, publication, policies, one ranking of facts and methods, recent facts (one
-    # statement), the chosen rows, threads, then the ContextRequest insert in its savepoint (3).
+    # project, publication, the standing items (policies, open threads, newest facts: one
+    # statement), one ranking of facts and methods, the ranked rows, the ContextRequest insert.
     with django_assert_num_queries(COMPILED):
         bundle = _get_context(connection, args)
     assert bundle["facts"]
@@ -123,6 +123,6 @@ def test_search_memory_refuses_a_bad_cursor_before_searching(
         _search_memory(verified, SearchMemoryArgs(project_id="platform", query="deploy", cursor=other))
 
 
-COMPILED = 10
+COMPILED = 6
 CACHED = 2
 SEARCH = 4
