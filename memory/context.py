@@ -38,6 +38,8 @@ CANDIDATES = 60
 RANK_CANDIDATES = 200
 MAX_THREADS = 12
 RECENT = CANDIDATES // 3
+RESERVED_THREADS = 4
+RESERVED_METHODS = 3
 MAX_METHODS = 6
 _ITEM_FIELDS = (
     "id",
@@ -58,6 +60,16 @@ _ITEM_FIELDS = (
 class _Budget:
     items: int
     chars: int
+
+    def less(self, reserved: list[Fact]) -> _Budget:
+        """A budget for one section that leaves room for `reserved` items of later sections."""
+        return _Budget(
+            items=self.items - len(reserved), chars=self.chars - sum(len(f.text) for f in reserved)
+        )
+
+    def spend(self, section: list[dict[str, Any]]) -> None:
+        self.items -= len(section)
+        self.chars -= sum(len(item["text"]) for item in section)
 
     def take(self, text: str) -> bool:
         if self.items <= 0 or len(text) > self.chars:
@@ -205,11 +217,18 @@ def compile_bundle(connection: Connection, project: Project, task: str, now: dat
         served.append(fact.ref)
 
     ranked = _ranked(connection, project, task, now, standing.recent)
+    # Facts alone would fill any budget in a large project: each section keeps room for the first
+    # few items of the sections after it (the newest open threads, the best methods).
+    thread_room = standing.threads[:RESERVED_THREADS]
+    method_room = ranked.methods[:RESERVED_METHODS]
     facts: list[dict[str, Any]] = []
-    _fill(facts, ranked.facts, budget, pointers, served)
+    _fill(facts, ranked.facts, budget.less(thread_room + method_room), pointers, served)
+    budget.spend(facts)
 
     open_threads: list[dict[str, Any]] = []
-    _fill(open_threads, ((t, "is open") for t in standing.threads), budget, pointers, served)
+    threads = ((t, "is open") for t in standing.threads)
+    _fill(open_threads, threads, budget.less(method_room), pointers, served)
+    budget.spend(open_threads)
 
     methods: list[dict[str, Any]] = []
     _fill(

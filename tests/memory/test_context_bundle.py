@@ -181,3 +181,23 @@ def test_threads_and_methods_go_to_their_sections(tenant: Tenant, sdk, mode: str
     served = {i["ref"] for i in all_items(bundle)}
     assert closed.ref not in served
     assert unrelated.ref not in served
+
+
+def test_open_threads_and_methods_keep_room_when_facts_could_fill_the_bundle(
+    tenant: Tenant, sdk, mode: str
+) -> None:
+    platform = tenant.projects["platform"]
+    _billing_facts(tenant, 20)
+    threads = [add_item(platform, f"Who owns billing queue {i}?", kind="thread").ref for i in range(6)]
+    methods = [
+        add_item(platform, f"How to replay billing invoices, way {i}.", kind="method").ref for i in range(4)
+    ]
+    token, _ = tenant.issue()
+    with limits(CONTEXT_MAX_ITEMS=10):
+        bundle = sdk(token, mode).ok("get_context", {"project_id": "platform", "task": "billing invoices"})
+    assert len(all_items(bundle)) == 10
+    assert len(bundle["open_threads"]) == 4
+    assert {t["ref"] for t in bundle["open_threads"]} <= set(threads)
+    assert len(bundle["methods"]) == 3
+    assert {m["ref"] for m in bundle["methods"]} <= set(methods)
+    assert len(bundle["facts"]) == 3
