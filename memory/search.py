@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from django.db import connection as db
+from django.db.models.expressions import RawSQL
 
 Match = Literal["all", "any"]
 
@@ -228,6 +229,25 @@ def _rank_sqlite(
         return [Hit(row[0], float(row[1]), row[2]) for row in cursor.fetchall()]
 
 
+_HEADLINE_OPTIONS = (
+    'StartSel=**, StopSel=**, MaxWords=35, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "'
+)
+
+
+def headline(query: str) -> RawSQL | None:
+    """On PostgreSQL, the highlighted excerpt as an expression to annotate the fetched rows with.
+
+    Loading the rows and their excerpts in one statement saves search a round trip; None on
+    SQLite, whose excerpts come from the FTS5 table (see `highlight`).
+    """
+    if db.vendor != "postgresql" or not terms(query):
+        return None
+    return RawSQL(
+        "ts_headline('english', memory_fact.text, websearch_to_tsquery('english', %s), %s)",
+        [query, _HEADLINE_OPTIONS],
+    )
+
+
 def highlight(fact_ids: Sequence[int], query: str, *, match: Match = "all") -> dict[int, str]:
     """Excerpts with the matching words marked `**like this**`, for the given (already scoped) ids."""
     words = terms(query)
@@ -236,11 +256,10 @@ def highlight(fact_ids: Sequence[int], query: str, *, match: Match = "all") -> d
     if db.vendor == "postgresql":
         tsquery, tsparams = _pg_tsquery(query, words, match)
         sql = f"""
-            SELECT f.id, ts_headline('english', f.text, {tsquery},
-                'StartSel=**, StopSel=**, MaxWords=35, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "')
+            SELECT f.id, ts_headline('english', f.text, {tsquery}, %s)
             FROM memory_fact f WHERE f.id IN ({_placeholders(fact_ids)})
         """  # noqa: S608
-        params: list[Any] = [*tsparams, *fact_ids]
+        params: list[Any] = [*tsparams, _HEADLINE_OPTIONS, *fact_ids]
     else:
         sql = f"""
             SELECT rowid, snippet(memory_fact_fts, 0, %s, %s, '…', 32)
