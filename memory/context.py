@@ -35,7 +35,12 @@ FACT_KINDS = (Kind.FACT, Kind.DECISION, Kind.CONVENTION)
 KIND_WEIGHT: dict[str, float] = {Kind.DECISION: 1.0, Kind.CONVENTION: 0.9, Kind.FACT: 0.75}
 RECENCY_HALF_LIFE_DAYS = 45.0
 CANDIDATES = 60
+# Matching rows scored per bundle (facts and methods together); see memory.search.CANDIDATE_CAP.
+RANK_CANDIDATES = 200
 MAX_THREADS = 12
+RECENT = CANDIDATES // 3
+RESERVED_THREADS = 4
+RESERVED_METHODS = 3
 MAX_METHODS = 6
 _ITEM_FIELDS = (
     "id",
@@ -56,6 +61,16 @@ _ITEM_FIELDS = (
 class _Budget:
     items: int
     chars: int
+
+    def less(self, reserved: list[Fact]) -> _Budget:
+        """A budget for one section that leaves room for `reserved` items of later sections."""
+        return _Budget(
+            items=self.items - len(reserved), chars=self.chars - sum(len(f.text) for f in reserved)
+        )
+
+    def spend(self, section: list[dict[str, Any]]) -> None:
+        self.items -= len(section)
+        self.chars -= sum(len(item["text"]) for item in section)
 
     def take(self, text: str) -> bool:
         if self.items <= 0 or len(text) > self.chars:
@@ -87,51 +102,86 @@ def _recency(created_at: datetime, now: datetime) -> float:
     return math.pow(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
 
 
-def _ranked_facts(
-    connection: Connection, project: Project, task: str, now: datetime
-) -> list[tuple[Fact, str]]:
-    """Fact, decision and convention items, best first, each with why it was chosen."""
-    classes = allowed_data_classes(connection)
+@dataclass
+class _Standing:
+    """Items chosen without the task: policies, the newest open threads and the newest facts."""
+
+    policies: list[Fact]
+    threads: list[Fact]
+    recent: list[Fact]
+
+
+def _standing(connection: Connection, project: Project) -> _Standing:
+    """Every protected item, the newest open threads and the newest facts per kind: one statement.
+
+    Each part walks the (project, state, kind, -created_at) index newest first and stops at its
+    limit: a single `kind IN (...)` query would sort every current item of the project first (tens
+    of milliseconds at 100k items).
+    """
+    items = agent_facts(connection, project).only(*_ITEM_FIELDS)
+    newest = ("-created_at", "-id")
+    parts = [items.filter(kind__in=Kind.protected(), state=State.ACTIVE).order_by(*newest)]
+    parts.append(items.filter(kind=Kind.THREAD, state=State.OPEN).order_by(*newest)[:MAX_THREADS])
+    parts += [items.filter(kind=kind, state=State.ACTIVE).order_by(*newest)[:RECENT] for kind in FACT_KINDS]
+    compiled = [part.query.sql_with_params() for part in parts]
+    # ORM-compiled SQL; every value is a parameter.
+    sql = " UNION ALL ".join(f"SELECT * FROM ({part}) AS k{i}" for i, (part, _) in enumerate(compiled))  # noqa: S608
+    params = [param for _, part_params in compiled for param in part_params]
+    rows = sorted(Fact.objects.raw(sql, params), key=lambda f: (f.created_at, f.pk), reverse=True)
+    protected = Kind.protected()
+    return _Standing(
+        policies=sorted((f for f in rows if f.kind in protected), key=lambda f: f.kind),
+        threads=[f for f in rows if f.kind == Kind.THREAD],
+        recent=[f for f in rows if f.kind in FACT_KINDS][:RECENT],
+    )
+
+
+@dataclass
+class _Ranked:
+    facts: list[tuple[Fact, str]]
+    methods: list[Fact]
+
+
+def _ranked(
+    connection: Connection, project: Project, task: str, now: datetime, recent: list[Fact]
+) -> _Ranked:
+    """Facts, decisions and conventions best first (each with why it was chosen), and methods.
+
+    One full-text pass scores facts and methods together (at most RANK_CANDIDATES matching rows),
+    and one fetch loads every chosen row: the rows, not the ranking, are the costly part.
+    """
     hits = search.rank(
         project_id=project.pk,
-        data_classes=classes,
+        data_classes=allowed_data_classes(connection),
         states=[State.ACTIVE],
-        kinds=FACT_KINDS,
+        kinds=(*FACT_KINDS, Kind.METHOD),
         query=task,
         match="any",
-        limit=CANDIDATES,
+        limit=RANK_CANDIDATES,
+        candidates=RANK_CANDIDATES,
     )
-    relevance = {hit.fact_id: hit.score for hit in hits}
+    fact_hits = [hit for hit in hits if hit.kind != Kind.METHOD][:CANDIDATES]
+    method_ids = [hit.fact_id for hit in hits if hit.kind == Kind.METHOD][:MAX_METHODS]
+    relevance = {hit.fact_id: hit.score for hit in fact_hits}
     top = max(relevance.values(), default=0.0) or 1.0
-    recent_ids = list(
-        agent_facts(connection, project)
-        .filter(kind__in=FACT_KINDS)
-        .order_by("-created_at", "-id")
-        .values_list("id", flat=True)[: CANDIDATES // 3]
-    )
-    ids = list(dict.fromkeys([*relevance, *recent_ids]))
-    facts = agent_facts(connection, project).filter(id__in=ids).only(*_ITEM_FIELDS)
+    rows = {f.pk: f for f in recent}
+    recent_ids = list(rows)
+    missing = [i for i in dict.fromkeys([*relevance, *method_ids]) if i not in rows]
+    if missing:
+        rows.update(
+            (f.pk, f) for f in agent_facts(connection, project).filter(id__in=missing).only(*_ITEM_FIELDS)
+        )
 
     def score(fact: Fact) -> float:
         rel = relevance.get(fact.pk, 0.0) / top
         return 0.6 * rel + 0.25 * KIND_WEIGHT.get(fact.kind, 0.5) + 0.15 * _recency(fact.created_at, now)
 
+    facts = [rows[i] for i in dict.fromkeys([*relevance, *recent_ids]) if i in rows]
     ordered = sorted(facts, key=lambda f: (score(f), f.pk), reverse=True)
-    return [(f, "matches the task" if f.pk in relevance else "recent in this project") for f in ordered]
-
-
-def _relevant_methods(connection: Connection, project: Project, task: str) -> list[Fact]:
-    hits = search.rank(
-        project_id=project.pk,
-        data_classes=allowed_data_classes(connection),
-        states=[State.ACTIVE],
-        kinds=[Kind.METHOD],
-        query=task,
-        match="any",
-        limit=MAX_METHODS,
+    return _Ranked(
+        facts=[(f, "matches the task" if f.pk in relevance else "recent in this project") for f in ordered],
+        methods=[rows[i] for i in method_ids if i in rows],
     )
-    by_id = {f.pk: f for f in agent_facts(connection, project).filter(id__in=[h.fact_id for h in hits])}
-    return [by_id[h.fact_id] for h in hits if h.fact_id in by_id]
 
 
 def _fill(
@@ -159,28 +209,32 @@ def compile_bundle(connection: Connection, project: Project, task: str, now: dat
     served: list[str] = []
     pointers: list[dict[str, str]] = []
 
+    standing = _standing(connection, project)
     # Protected items are always included; they spend the budget first.
-    policies = list(
-        agent_facts(connection, project).filter(kind__in=Kind.protected()).order_by("kind", "-created_at")
-    )
+    policies = standing.policies
     for fact in policies:
         budget.items -= 1
         budget.chars -= len(fact.text)
         served.append(fact.ref)
 
+    ranked = _ranked(connection, project, task, now, standing.recent)
+    # Facts alone would fill any budget in a large project: each section keeps room for the first
+    # few items of the sections after it (the newest open threads, the best methods).
+    thread_room = standing.threads[:RESERVED_THREADS]
+    method_room = ranked.methods[:RESERVED_METHODS]
     facts: list[dict[str, Any]] = []
-    _fill(facts, _ranked_facts(connection, project, task, now), budget, pointers, served)
+    _fill(facts, ranked.facts, budget.less(thread_room + method_room), pointers, served)
+    budget.spend(facts)
 
-    threads = (
-        agent_facts(connection, project).filter(kind=Kind.THREAD, state=State.OPEN).order_by("-created_at")
-    )
     open_threads: list[dict[str, Any]] = []
-    _fill(open_threads, ((t, "is open") for t in threads[:MAX_THREADS]), budget, pointers, served)
+    threads = ((t, "is open") for t in standing.threads)
+    _fill(open_threads, threads, budget.less(method_room), pointers, served)
+    budget.spend(open_threads)
 
     methods: list[dict[str, Any]] = []
     _fill(
         methods,
-        ((m, "matches the task") for m in _relevant_methods(connection, project, task)),
+        ((m, "matches the task") for m in ranked.methods),
         budget,
         pointers,
         served,

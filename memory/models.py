@@ -22,7 +22,11 @@ _REF_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 
 def new_ref(prefix: str) -> str:
     """A random, unguessable reference: counts and ids of other tenants never show through it."""
-    return prefix + "_" + "".join(secrets.choice(_REF_ALPHABET) for _ in range(14))
+    # 14 characters of a 32-letter alphabet: 70 random bits, 5 per character, from one call to
+    # the CSPRNG (a bulk import makes 100,000 refs; one `secrets.choice` per character was a
+    # fifth of its Python time).
+    bits = int.from_bytes(secrets.token_bytes(9), "big")
+    return prefix + "_" + "".join(_REF_ALPHABET[(bits >> (5 * i)) & 31] for i in range(14))
 
 
 def new_proposal_ref() -> str:

@@ -10,11 +10,14 @@ ever counts towards a limit or an offset.
 from __future__ import annotations
 
 import re
+import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from django.db import connection as db
+from django.db.models.expressions import RawSQL
 
 Match = Literal["all", "any"]
 
@@ -24,11 +27,23 @@ MAX_TERM_LENGTH = 64
 HIGHLIGHT_START = "**"
 HIGHLIGHT_STOP = "**"
 
+# At most this many matching rows are scored per query. Scoring reads each candidate's row, so an
+# unbounded set costs a heap fetch per match (a common word matches most of a 100k project); no
+# search page past MAX_SEARCH_OFFSET is served, so for search the cap only bounds work.
+CANDIDATE_CAP = 512
+# In "any" mode (get_context ranks items for a free-text task) words found in more than this share
+# of all items are left out: they match most of a project, say little about the task, and would
+# crowd the telling words out of the candidate cap.
+COMMON_TERM_SHARE = 0.02
+COMMON_TERMS_TTL_SECONDS = 600.0
+COMMON_TERMS_MIN_ITEMS = 10_000
+
 
 @dataclass(frozen=True)
 class Hit:
     fact_id: int
     score: float
+    kind: str = ""
 
 
 def terms(query: str) -> list[str]:
@@ -51,21 +66,80 @@ def rank(
     kinds: Iterable[str] | None = None,
     limit: int,
     offset: int = 0,
+    candidates: int = CANDIDATE_CAP,
 ) -> list[Hit]:
+    """The best `limit` matches after `offset`, scoring at most `candidates` matching rows."""
     words = terms(query)
     if not words or not data_classes:
         return []
     kinds = list(kinds) if kinds is not None else None
     if db.vendor == "postgresql":
-        return _rank_postgresql(project_id, data_classes, states, query, words, match, kinds, limit, offset)
+        return _rank_postgresql(
+            project_id, data_classes, states, query, words, match, kinds, limit, offset, candidates
+        )
     return _rank_sqlite(project_id, data_classes, states, words, match, kinds, limit, offset)
+
+
+class _CommonTerms:
+    """Lexemes found in more than COMMON_TERM_SHARE of items, from PostgreSQL's column statistics.
+
+    Read from `pg_stats` (what ANALYZE and autovacuum keep for the tsvector column) at most once
+    per COMMON_TERMS_TTL_SECONDS per process. Only word frequencies are kept: they decide which
+    words are too common to rank by, never what anyone may see.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loaded_at: float | None = None
+        self._terms: list[str] = []
+
+    def get(self) -> list[str]:
+        now = time.monotonic()
+        if self._loaded_at is not None and now - self._loaded_at < COMMON_TERMS_TTL_SECONDS:
+            return self._terms
+        with self._lock:
+            if self._loaded_at is None or now - self._loaded_at >= COMMON_TERMS_TTL_SECONDS:
+                self._terms = self._load()
+                self._loaded_at = now
+        return self._terms
+
+    @staticmethod
+    def _load() -> list[str]:
+        if db.vendor != "postgresql":
+            return []
+        with db.cursor() as cursor:
+            cursor.execute(
+                "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
+                "FROM pg_stats s JOIN pg_class c ON c.oid = 'memory_fact'::regclass "
+                "WHERE s.tablename = 'memory_fact' AND s.attname = 'search_vector' "
+                "AND s.schemaname = ANY(current_schemas(false))"
+            )
+            row = cursor.fetchone()
+        # A small table ranks every match cheaply, and its statistics say little.
+        if not row or not row[0] or row[2] < COMMON_TERMS_MIN_ITEMS:
+            return []
+        # The frequencies array ends with the minimum, the maximum and the null fraction.
+        return [lexeme for lexeme, share in zip(row[0], row[1], strict=False) if share > COMMON_TERM_SHARE]
+
+    def clear(self) -> None:
+        self._loaded_at = None
+
+
+common_terms = _CommonTerms()
+
+# The task's lexemes (stemmed, stop words dropped) less the common ones, OR-ed into a tsquery;
+# with no informative word left it is NULL, which matches nothing.
+_ANY_TSQUERY = """(
+    SELECT string_agg('''' || replace(lexeme, '''', '''''') || '''', ' | ')::tsquery
+    FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme
+    WHERE lexeme <> ALL(%s::text[]) AND strpos(lexeme, chr(92)) = 0
+)"""
 
 
 def _pg_tsquery(query: str, words: list[str], match: Match) -> tuple[str, list[Any]]:
     if match == "all":
         return "websearch_to_tsquery('english', %s)", [query]
-    # Any word may match: plainto_tsquery stems and drops stop words, then AND becomes OR.
-    return "replace(plainto_tsquery('english', %s)::text, '&', '|')::tsquery", [" ".join(words)]
+    return _ANY_TSQUERY, [" ".join(words), common_terms.get()]
 
 
 def _rank_postgresql(
@@ -78,24 +152,40 @@ def _rank_postgresql(
     kinds: list[str] | None,
     limit: int,
     offset: int,
+    candidates: int,
 ) -> list[Hit]:
     tsquery, tsparams = _pg_tsquery(query, words, match)
     kind_sql = f"AND f.kind IN ({_placeholders(kinds)})" if kinds else ""
+    # The inner LIMIT bounds the rows scored (CANDIDATE_CAP); the scoping filters stay inside it,
+    # so a hidden row never takes a candidate's place.
     sql = f"""
-        SELECT f.id, ts_rank_cd(f.search_vector, q.query, 32) AS score
-        FROM memory_fact f, (SELECT {tsquery} AS query) q
-        WHERE f.search_vector @@ q.query
-          AND f.project_id = %s
-          AND f.state IN ({_placeholders(states)})
-          AND f.data_class IN ({_placeholders(data_classes)})
-          {kind_sql}
-        ORDER BY score DESC, f.id DESC
+        SELECT m.id, ts_rank_cd(m.search_vector, m.query, 32) AS score, m.kind
+        FROM (
+            SELECT f.id, f.kind, f.search_vector, q.query
+            FROM memory_fact f, (SELECT {tsquery} AS query) q
+            WHERE f.search_vector @@ q.query
+              AND f.project_id = %s
+              AND f.state IN ({_placeholders(states)})
+              AND f.data_class IN ({_placeholders(data_classes)})
+              {kind_sql}
+            LIMIT %s
+        ) m
+        ORDER BY score DESC, m.id DESC
         LIMIT %s OFFSET %s
     """  # noqa: S608 - only placeholders are interpolated
-    params: list[Any] = [*tsparams, project_id, *states, *data_classes, *(kinds or []), limit, offset]
+    params: list[Any] = [
+        *tsparams,
+        project_id,
+        *states,
+        *data_classes,
+        *(kinds or []),
+        max(candidates, limit + offset),
+        limit,
+        offset,
+    ]
     with db.cursor() as cursor:
         cursor.execute(sql, params)
-        return [Hit(row[0], float(row[1])) for row in cursor.fetchall()]
+        return [Hit(row[0], float(row[1]), row[2]) for row in cursor.fetchall()]
 
 
 def _fts5_query(words: list[str], match: Match) -> str:
@@ -115,7 +205,7 @@ def _rank_sqlite(
 ) -> list[Hit]:
     kind_sql = f"AND f.kind IN ({_placeholders(kinds)})" if kinds else ""
     sql = f"""
-        SELECT f.id, -bm25(memory_fact_fts) AS score
+        SELECT f.id, -bm25(memory_fact_fts) AS score, f.kind
         FROM memory_fact_fts JOIN memory_fact f ON f.id = memory_fact_fts.rowid
         WHERE memory_fact_fts MATCH %s
           AND f.project_id = %s
@@ -136,7 +226,26 @@ def _rank_sqlite(
     ]
     with db.cursor() as cursor:
         cursor.execute(sql, params)
-        return [Hit(row[0], float(row[1])) for row in cursor.fetchall()]
+        return [Hit(row[0], float(row[1]), row[2]) for row in cursor.fetchall()]
+
+
+_HEADLINE_OPTIONS = (
+    'StartSel=**, StopSel=**, MaxWords=35, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "'
+)
+
+
+def headline(query: str) -> RawSQL | None:
+    """On PostgreSQL, the highlighted excerpt as an expression to annotate the fetched rows with.
+
+    Loading the rows and their excerpts in one statement saves search a round trip; None on
+    SQLite, whose excerpts come from the FTS5 table (see `highlight`).
+    """
+    if db.vendor != "postgresql" or not terms(query):
+        return None
+    return RawSQL(
+        "ts_headline('english', memory_fact.text, websearch_to_tsquery('english', %s), %s)",
+        [query, _HEADLINE_OPTIONS],
+    )
 
 
 def highlight(fact_ids: Sequence[int], query: str, *, match: Match = "all") -> dict[int, str]:
@@ -147,11 +256,10 @@ def highlight(fact_ids: Sequence[int], query: str, *, match: Match = "all") -> d
     if db.vendor == "postgresql":
         tsquery, tsparams = _pg_tsquery(query, words, match)
         sql = f"""
-            SELECT f.id, ts_headline('english', f.text, {tsquery},
-                'StartSel=**, StopSel=**, MaxWords=35, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "')
+            SELECT f.id, ts_headline('english', f.text, {tsquery}, %s)
             FROM memory_fact f WHERE f.id IN ({_placeholders(fact_ids)})
         """  # noqa: S608
-        params: list[Any] = [*tsparams, *fact_ids]
+        params: list[Any] = [*tsparams, _HEADLINE_OPTIONS, *fact_ids]
     else:
         sql = f"""
             SELECT rowid, snippet(memory_fact_fts, 0, %s, %s, '…', 32)

@@ -66,9 +66,16 @@ def search_for_agent(
         )
         more = len(hits) > page_size and offset + page_size < MAX_SEARCH_OFFSET
         ids = [hit.fact_id for hit in hits[:page_size]]
-        by_id = {f.pk: f for f in agent_facts(connection, project).filter(id__in=ids)}
+        rows = agent_facts(connection, project).filter(id__in=ids)
+        headline = search.headline(query)
+        if headline is not None:
+            rows = rows.annotate(headline=headline)
+        by_id = {f.pk: f for f in rows}
         facts = [by_id[i] for i in ids if i in by_id]
-        excerpts = search.highlight([f.pk for f in facts], query)
+        if headline is not None:
+            excerpts = {f.pk: f.headline for f in facts}  # type: ignore[attr-defined]
+        else:
+            excerpts = search.highlight([f.pk for f in facts], query)
     results = [
         {
             "ref": fact.ref,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
@@ -97,10 +97,14 @@ def context_request_record(
     publication_version: int,
     refs: list[str],
 ) -> None:
-    """Record a compiled bundle once per context_id (a replay in another process is a no-op)."""
-    try:
-        with transaction.atomic():
-            ContextRequest.objects.create(
+    """Record a compiled bundle once per context_id (a replay in another process is a no-op).
+
+    One `INSERT ... ON CONFLICT DO NOTHING`: no savepoint, and a concurrent first compile of the
+    same bundle elsewhere is simply kept.
+    """
+    ContextRequest.objects.bulk_create(
+        [
+            ContextRequest(
                 context_id=context_id,
                 workspace_id=connection.workspace_id,
                 project=project,
@@ -110,5 +114,6 @@ def context_request_record(
                 publication_version=publication_version,
                 refs=refs,
             )
-    except IntegrityError:
-        pass
+        ],
+        ignore_conflicts=True,
+    )

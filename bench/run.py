@@ -1,0 +1,614 @@
+"""The read-path benchmark (`make bench`): seeds PostgreSQL, serves, measures, prints one table.
+
+1. Creates its own database (default `unforgetter_bench` on 127.0.0.1:5432), migrates it and seeds
+   a workspace with `manage.py import_memory`: 100,000 items in the measured project and
+   1,000,000 across the workspace (10 projects of 100,000), from generated JSONL with varied text
+   (a few thousand words, Zipf-distributed, mixed kinds and data classes).
+2. Starts uvicorn (one worker) on a free loopback port and issues a token with `issue_token`.
+3. Warms up, then measures with kept-alive `httpx` clients sending 2026-07-28 (stateless)
+   JSON-RPC POSTs: get_context and search_memory latency (p50/p95/p99), requests/s with 8
+   concurrent clients, the import rate and the server's resident memory.
+
+`--quick` runs small sizes as a smoke test; `--keep` reuses a database seeded earlier with the
+same sizes. If `bench/write.py` defines `run(base_url, token, workspace_slug, project_slug)`
+returning rows `(metric, measured, budget)`, its rows are added to the table.
+Traffic goes to 127.0.0.1 only; every loop is bounded in count and time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+WORKSPACE = "bench"
+PROTOCOL = "2026-07-28"
+SECRET_KEY = "bench-only-secret-key-not-for-production-0123456789"
+
+
+@dataclass
+class Sizes:
+    project_items: int
+    projects: int
+    latency_calls: int
+    warmup_calls: int
+    concurrent_seconds: float
+
+    @property
+    def workspace_items(self) -> int:
+        return self.project_items * self.projects
+
+
+FULL = Sizes(project_items=100_000, projects=10, latency_calls=300, warmup_calls=30, concurrent_seconds=10)
+QUICK = Sizes(project_items=10_000, projects=3, latency_calls=150, warmup_calls=20, concurrent_seconds=3)
+
+
+# --- Text generation --------------------------------------------------------------------------------
+
+_TECH_WORDS_TEXT = """
+deploy deploys deployment pipeline release rollback migration migrations database postgres index
+query queries cache redis queue worker workers celery cron schedule backup restore replica primary
+failover latency throughput timeout retry retries backoff circuit breaker rate limit quota tenant
+workspace project service services api endpoint gateway proxy ingress egress load balancer cluster
+node pod container image registry kubernetes helm terraform ansible docker build test tests lint
+coverage flaky integration unit staging production canary feature flag toggle config secret vault
+token credential oauth login session cookie password rotation audit log logs logging metric metrics
+alert alerts pager oncall incident postmortem outage degradation capacity scaling autoscale memory
+cpu disk network dns certificate tls ssl expiry renewal billing invoice payment refund customer
+account user users admin owner reviewer review approval ticket jira github branch merge rebase
+commit tag version semver changelog dependency upgrade python django node react typescript frontend
+backend mobile ios android search ranking relevance embedding vector model prompt agent agents
+memory context policy policies compliance gdpr retention deletion export import schema field column
+table partition shard vacuum analyze lock deadlock transaction isolation snapshot consistency
+latency budget slo sla error errors exception traceback bug fix hotfix patch regression performance
+profile profiling trace tracing span sampling dashboard grafana prometheus sentry webhook event
+events stream kafka topic consumer producer batch job jobs runbook playbook checklist handbook
+onboarding docs documentation decision decided convention naming style format formatter review
+weekly monday tuesday thursday window change freeze quarter roadmap goal goals team teams platform
+infra security privacy encryption key keys rotation storage bucket object upload download file files
+csv json yaml report reports
+"""
+_TECH_WORDS = _TECH_WORDS_TEXT.split()
+
+_SYLLABLES_TEXT = """
+ka ri to mo ne sa lu vi den por tal bri cor fen gal hux jor kel lim mar nov pex quin ros sul tev ul
+var wex yor zan bel cas dor el fir gan hol ist jun kor lan mer nor osk pil rav sen tor und ver
+"""
+_SYLLABLES = _SYLLABLES_TEXT.split()
+
+
+def vocabulary(size: int, rng: random.Random) -> list[str]:
+    """Real engineering words first (the most frequent), then pronounceable made-up ones."""
+    words = list(dict.fromkeys(_TECH_WORDS))
+    seen = set(words)
+    while len(words) < size:
+        word = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4)))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    rng.shuffle(words)  # Zipf rank is assigned after the shuffle: tech words are spread out
+    return words
+
+
+class TextMaker:
+    """Sentences whose words follow a Zipf distribution over the vocabulary, like real notes."""
+
+    def __init__(self, words: Sequence[str], rng: random.Random) -> None:
+        self.words = list(words)
+        self.rng = rng
+        weights = [1.0 / (rank + 1) ** 1.05 for rank in range(len(self.words))]
+        total = sum(weights)
+        acc = 0.0
+        self.cumulative = []
+        for w in weights:
+            acc += w / total
+            self.cumulative.append(acc)
+
+    def words_of(self, count: int) -> list[str]:
+        return self.rng.choices(self.words, cum_weights=self.cumulative, k=count)
+
+    def sentence(self, low: int, high: int) -> str:
+        chosen = self.words_of(self.rng.randint(low, high))
+        fillers = ("the", "for", "and", "with", "to", "of", "in", "on", "before", "after")
+        out = []
+        for i, word in enumerate(chosen):
+            out.append(word)
+            if i % 3 == 2 and i < len(chosen) - 1:
+                out.append(self.rng.choice(fillers))
+        text = " ".join(out)
+        return text[0].upper() + text[1:] + "."
+
+
+KIND_MIX = [
+    ("fact", 0.46),
+    ("decision", 0.16),
+    ("convention", 0.12),
+    ("thread", 0.14),
+    ("method", 0.12),
+]
+PROTECTED_PER_PROJECT = [("policy", 8), ("goal", 3), ("permission", 2), ("identity", 1)]
+
+
+def jsonl_lines(count: int, maker: TextMaker, rng: random.Random) -> Iterator[str]:
+    kinds = [k for k, _ in KIND_MIX]
+    weights = [w for _, w in KIND_MIX]
+    protected = [kind for kind, n in PROTECTED_PER_PROJECT for _ in range(n)]
+    for kind in protected:
+        yield json.dumps({"kind": kind, "text": maker.sentence(10, 25), "actor": "owner"})
+    for i in range(count - len(protected)):
+        kind = rng.choices(kinds, weights)[0]
+        text = (
+            maker.sentence(12, 45) if kind != "method" else "\n".join(maker.sentence(6, 14) for _ in range(4))
+        )
+        item: dict[str, Any] = {
+            "kind": kind,
+            "text": text,
+            "source": f"notes/{rng.randint(1, 400)}.md",
+            "actor": rng.choice(["claude@ana", "codex@tom", "cursor@li", "owner", "import"]),
+            "date": f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}",
+        }
+        if kind == "thread" and i % 3 == 0:
+            item["state"] = "closed"
+        roll = rng.random()
+        if roll < 0.04:
+            item["data_class"] = "confidential"
+        elif roll < 0.05:
+            item["data_class"] = "restricted"
+        yield json.dumps(item)
+
+
+# --- Processes and database ---------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def child_env(database_url: str, public_url: str = "http://127.0.0.1:8000") -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            "DATABASE_URL": database_url,
+            "SECRET_KEY": SECRET_KEY,
+            "PUBLIC_URL": public_url,
+            "DEBUG": "0",
+            "LOG_LEVEL": "WARNING",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    env.pop("UNFORGETTER_TESTING", None)
+    return env
+
+
+def manage(database_url: str, *args: str) -> str:
+    done = subprocess.run(
+        [PYTHON, "manage.py", *args],
+        cwd=ROOT,
+        env=child_env(database_url),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"manage.py {' '.join(args[:2])} failed:\n{done.stderr[-2000:]}")
+    return done.stdout
+
+
+def server_url(admin_url: str, name: str) -> str:
+    return admin_url.rsplit("/", 1)[0] + "/" + name
+
+
+def database_ready(url: str, sizes: Sizes) -> bool:
+    """Whether a database seeded earlier with exactly these sizes exists (for --keep)."""
+    try:
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM memory_fact f JOIN workspaces_workspace w ON w.id = f.workspace_id "
+                "WHERE w.slug = %s",
+                [WORKSPACE],
+            ).fetchone()
+            return row is not None and row[0] == sizes.workspace_items
+    except psycopg.Error:
+        return False
+
+
+def database_recreate(admin_url: str, name: str) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+@dataclass
+class Seeded:
+    import_seconds: float = 0.0
+    imported: int = 0
+    first_project_rate: float = 0.0
+    reused: bool = False
+
+
+def project_slug(index: int) -> str:
+    return f"p{index:02d}"
+
+
+def seed(url: str, sizes: Sizes, data_dir: Path) -> Seeded:
+    manage(url, "migrate", "--noinput", "-v", "0")
+    manage(url, "create_workspace", WORKSPACE, "--name", "Benchmark")
+    rng = random.Random(20261130)
+    maker = TextMaker(vocabulary(4000, rng), rng)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    result = Seeded()
+    for index in range(sizes.projects):
+        slug = project_slug(index)
+        manage(url, "create_project", WORKSPACE, slug, "--data-class", "internal")
+        path = data_dir / f"{slug}-{sizes.project_items}.jsonl"
+        if not path.exists():
+            tmp = path.with_suffix(".tmp")
+            with tmp.open("w", encoding="utf-8") as out:
+                for line in jsonl_lines(sizes.project_items, maker, rng):
+                    out.write(line + "\n")
+            tmp.rename(path)
+        started = time.perf_counter()
+        manage(url, "import_memory", WORKSPACE, slug, str(path))
+        elapsed = time.perf_counter() - started
+        result.import_seconds += elapsed
+        result.imported += sizes.project_items
+        if index == 0:
+            result.first_project_rate = sizes.project_items / elapsed
+        log(f"  imported {slug}: {sizes.project_items:,} items in {elapsed:.1f}s")
+    with psycopg.connect(url, autocommit=True) as conn:
+        # What autovacuum would have done by the time anyone queries a table this size.
+        conn.execute("VACUUM ANALYZE memory_fact")
+    return result
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[bytes]
+    url: str
+
+    def rss_mb(self) -> tuple[float, float]:
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        values = {}
+        for line in status.splitlines():
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                key, value = line.split(":", 1)
+                values[key] = int(value.split()[0]) / 1024
+        return values.get("VmRSS", 0.0), values.get("VmHWM", 0.0)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def serve(url: str) -> Server:
+    port = free_port()
+    public = f"http://127.0.0.1:{port}"
+    process = subprocess.Popen(
+        [
+            str(Path(PYTHON).parent / "uvicorn"),
+            "unforgetter.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--lifespan",
+            "on",
+            "--no-access-log",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=child_env(url, public),
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{public}/healthz", timeout=1).status_code == 200:
+                return Server(process=process, url=public)
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None:
+            break
+        time.sleep(0.2)
+    process.kill()
+    raise SystemExit("The server did not start.")
+
+
+# --- Measuring ---------------------------------------------------------------------------------
+
+
+class McpHttp:
+    """A kept-alive client sending stateless (2026-07-28) tools/call requests."""
+
+    def __init__(self, base_url: str, token: str) -> None:
+        self.client = httpx.Client(
+            base_url=base_url,
+            timeout=30,
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/json, text/event-stream",
+                "Content-Type": "application/json",
+                "MCP-Protocol-Version": PROTOCOL,
+                "Mcp-Method": "tools/call",
+            },
+        )
+        self.next_id = 0
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        body = {
+            "jsonrpc": "2.0",
+            "id": self.next_id,
+            "method": "tools/call",
+            "params": {
+                "name": tool,
+                "arguments": arguments,
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+                    "io.modelcontextprotocol/clientInfo": {"name": "unforgetter-bench", "version": "1"},
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                },
+            },
+        }
+        response = self.client.post("/mcp", content=json.dumps(body), headers={"Mcp-Name": tool})
+        response.raise_for_status()
+        result = response.json()["result"]
+        if result.get("isError"):
+            raise RuntimeError(f"{tool} failed: {result.get('structuredContent')}")
+        structured: dict[str, Any] = result["structuredContent"]
+        return structured
+
+    def close(self) -> None:
+        self.client.close()
+
+
+@dataclass
+class Latency:
+    samples: list[float] = field(default_factory=list)
+
+    def pct(self, p: float) -> float:
+        ordered = sorted(self.samples)
+        index = min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))
+        return ordered[index] * 1000
+
+
+def timed(client: McpHttp, tool: str, calls: Sequence[dict[str, Any]]) -> Latency:
+    """Round-trip latency of each call, one after another on one kept-alive connection."""
+    latency = Latency()
+    for arguments in calls:
+        started = time.perf_counter()
+        client.call(tool, arguments)
+        latency.samples.append(time.perf_counter() - started)
+    return latency
+
+
+def concurrent_rps(
+    make_call: Callable[[McpHttp, int], Any], base_url: str, token: str, seconds: float
+) -> float:
+    """Requests per second over `seconds` with 8 clients, each on its own kept-alive connection."""
+    counts = [0] * 8
+    errors: list[BaseException] = []
+    start = threading.Barrier(9)
+    stop_at = [0.0]
+
+    def worker(slot: int) -> None:
+        client = McpHttp(base_url, token)
+        try:
+            start.wait()
+            n = 0
+            while time.perf_counter() < stop_at[0] and n < 100_000:
+                make_call(client, slot * 100_000 + n)
+                n += 1
+            counts[slot] = n
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    began = time.perf_counter()
+    stop_at[0] = began + seconds
+    start.wait()
+    for thread in threads:
+        thread.join(timeout=seconds + 60)
+    elapsed = time.perf_counter() - began
+    if errors:
+        raise SystemExit(f"a concurrent client failed: {errors[0]}")
+    return sum(counts) / elapsed
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def write_rows(base_url: str, token: str, project: str) -> list[tuple[str, str, str]]:
+    path = Path(__file__).with_name("write.py")
+    if not path.exists():
+        return []
+    spec = importlib.util.spec_from_file_location("bench_write", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = module.run(base_url, token, WORKSPACE, project)
+    return [(str(m), str(v), str(b)) for m, v, b in rows]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    parser.add_argument("--keep", action="store_true", help="reuse the seeded database if it matches")
+    parser.add_argument(
+        "--admin-url", default=os.environ.get("BENCH_ADMIN_URL", "postgres://root@127.0.0.1:5432/postgres")
+    )
+    parser.add_argument("--db-name", default=os.environ.get("BENCH_DB", "unforgetter_bench"))
+    parser.add_argument(
+        "--data-dir", type=Path, default=Path(os.environ.get("BENCH_DATA", "/tmp/unforgetter-bench"))
+    )
+    options = parser.parse_args()
+    sizes = QUICK if options.quick else FULL
+    db_name = options.db_name + ("_quick" if options.quick else "")
+    url = server_url(options.admin_url, db_name)
+
+    seeded = Seeded(reused=True)
+    if options.keep and database_ready(url, sizes):
+        log(f"Reusing {db_name} ({sizes.workspace_items:,} items).")
+    else:
+        log(f"Seeding {db_name}: {sizes.project_items:,} items x {sizes.projects} projects ...")
+        database_recreate(options.admin_url, db_name)
+        seeded = seed(url, sizes, options.data_dir)
+
+    token = manage(
+        url, "issue_token", WORKSPACE, "--actor", "bench@runner", "--zone", "claude", "--role", "contributor"
+    ).strip()
+    rng = random.Random(7)
+    maker = TextMaker(vocabulary(4000, random.Random(20261130)), rng)
+    project = project_slug(0)
+
+    server = serve(url)
+    rows: list[tuple[str, str, str, bool | None]] = []
+    try:
+        client = McpHttp(server.url, token)
+        n = sizes.latency_calls
+
+        def task(i: int) -> str:
+            return f"{maker.sentence(5, 14)} #{i}"
+
+        def query(_: int) -> str:
+            return " ".join(maker.words_of(rng.randint(1, 2)))
+
+        log("Warming up ...")
+        for i in range(sizes.warmup_calls):
+            client.call("get_context", {"project_id": project, "task": task(i)})
+            client.call("search_memory", {"project_id": project, "query": query(i)})
+
+        log("Measuring list_projects (the fixed cost of a call) ...")
+        floor = timed(client, "list_projects", [{}] * n)
+
+        log("Measuring get_context ...")
+        tasks = [task(10_000 + i) for i in range(n)]
+        ctx = timed(client, "get_context", [{"project_id": project, "task": t} for t in tasks])
+        repeat = tasks[: max(n // 4, 1)]
+        cached = timed(client, "get_context", [{"project_id": project, "task": t} for t in repeat])
+
+        log("Measuring search_memory ...")
+        queries = [query(i) for i in range(n)]
+        srch = timed(client, "search_memory", [{"project_id": project, "query": q} for q in queries])
+        client.close()
+
+        log("Measuring 8 concurrent clients ...")
+        ctx_rps = concurrent_rps(
+            lambda c, i: c.call("get_context", {"project_id": project, "task": f"{tasks[i % n]} c{i}"}),
+            server.url,
+            token,
+            sizes.concurrent_seconds,
+        )
+        search_rps = concurrent_rps(
+            lambda c, i: c.call("search_memory", {"project_id": project, "query": queries[i % n]}),
+            server.url,
+            token,
+            sizes.concurrent_seconds,
+        )
+
+        k = f"{sizes.project_items // 1000}k"
+        m = (
+            f"{sizes.workspace_items / 1e6:g}M"
+            if sizes.workspace_items >= 1e6
+            else f"{sizes.workspace_items // 1000}k"
+        )
+        rows += [
+            (f"get_context p50 ({k} in project)", f"{ctx.pct(50):.1f} ms", "<= 8 ms", ctx.pct(50) <= 8),
+            (f"get_context p95 ({k} in project)", f"{ctx.pct(95):.1f} ms", "<= 20 ms", ctx.pct(95) <= 20),
+            (f"get_context p99 ({k} in project)", f"{ctx.pct(99):.1f} ms", "-", None),
+            ("get_context p50, same task again", f"{cached.pct(50):.1f} ms", "-", None),
+            ("list_projects p50 (auth + MCP + 1 query)", f"{floor.pct(50):.1f} ms", "-", None),
+            (
+                f"search_memory p50 ({m} in workspace)",
+                f"{srch.pct(50):.1f} ms",
+                "<= 15 ms",
+                srch.pct(50) <= 15,
+            ),
+            (
+                f"search_memory p95 ({m} in workspace)",
+                f"{srch.pct(95):.1f} ms",
+                "<= 40 ms",
+                srch.pct(95) <= 40,
+            ),
+            (f"search_memory p99 ({m} in workspace)", f"{srch.pct(99):.1f} ms", "-", None),
+            ("get_context req/s, 8 clients", f"{ctx_rps:,.0f}/s", "-", None),
+            ("search_memory req/s, 8 clients", f"{search_rps:,.0f}/s", "-", None),
+        ]
+        if not seeded.reused:
+            rate = seeded.imported / seeded.import_seconds
+            rows.append(
+                ("import_memory items/s (whole seed)", f"{rate:,.0f}/s", ">= 10,000/s", rate >= 10_000)
+            )
+            rows.append(
+                (
+                    f"import_memory items/s (first {k})",
+                    f"{seeded.first_project_rate:,.0f}/s",
+                    ">= 10,000/s",
+                    seeded.first_project_rate >= 10_000,
+                )
+            )
+        else:
+            rows.append(("import_memory items/s", "not measured (--keep)", ">= 10,000/s", None))
+
+        for metric, measured, budget in write_rows(server.url, token, project):
+            rows.append((metric, measured, budget, None))
+
+        rss, peak = server.rss_mb()
+        rows.append(("server RSS after the run (1 worker)", f"{rss:.0f} MB", "<= 250 MB", rss <= 250))
+        rows.append(("server peak RSS (VmHWM)", f"{peak:.0f} MB", "<= 250 MB", peak <= 250))
+    finally:
+        server.stop()
+
+    print_table(rows, sizes, db_name)
+
+
+def print_table(rows: list[tuple[str, str, str, bool | None]], sizes: Sizes, db_name: str) -> None:
+    header = ("metric", "measured", "budget", "ok?")
+    table = [header] + [(m, v, b, "-" if ok is None else ("yes" if ok else "NO")) for m, v, b, ok in rows]
+    widths = [max(len(str(r[i])) for r in table) for i in range(4)]
+    line = "+-" + "-+-".join("-" * w for w in widths) + "-+"
+    load = os.getloadavg()[0]
+    print(
+        f"Unforgetter bench: {db_name}, {sizes.workspace_items:,} items, "
+        f"{sizes.project_items:,} in the measured project, PostgreSQL, 1 uvicorn worker, "
+        f"{os.cpu_count()} CPUs, load average {load:.1f} at the end"
+    )
+    print(line)
+    for i, row in enumerate(table):
+        print("| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
+        if i == 0:
+            print(line)
+    print(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""The read paths' query counts, pinned: a change that adds a query per item or per call shows here.
+
+The handlers are called exactly as the tools call them, with the Connection the token verifier
+loads (workspace and zone joined in), so the counts are those of a real request after auth.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from mcpbridge.schemas import GetContextArgs, ListProjectsArgs, SearchMemoryArgs
+from mcpbridge.server import _get_context, _list_projects, _search_memory
+from memory.cursors import cursor_make
+from memory.search import common_terms
+from tests.conftest import Tenant
+from tests.readpath import _fresh_bundle_cache, add_item  # noqa: F401
+from workspaces.exceptions import InvalidCursor
+from workspaces.models import Connection
+from workspaces.selectors import connection_for_bearer
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _common_terms_loaded() -> None:
+    # The common-word statistics are read once per process every few minutes, not per call.
+    common_terms.get()
+
+
+def _as_verified(token: str) -> Connection:
+    found = connection_for_bearer(token)
+    assert found is not None
+    return found[0]
+
+
+@pytest.fixture
+def memory(tenant: Tenant) -> Tenant:
+    platform = tenant.projects["platform"]
+    add_item(platform, "Never deploy on Fridays.", kind="policy")
+    add_item(platform, "Ship zero-downtime deploys.", kind="goal")
+    for i in range(8):
+        add_item(platform, f"Deploy note {i}: the release train leaves at {i % 12} o'clock.")
+        add_item(platform, f"Decision {i}: deploys use canaries for service {i}.", kind="decision")
+    for i in range(5):
+        add_item(platform, f"Who owns deploy pipeline {i}?", kind="thread")
+        add_item(platform, f"How to deploy service {i}: merge, wait, watch.", kind="method")
+    return tenant
+
+
+@pytest.mark.parametrize("all_projects", [True, False])
+def test_list_projects_queries(memory: Tenant, django_assert_num_queries, all_projects: bool) -> None:
+    token, _ = memory.issue(projects=None if all_projects else ["handbook", "platform"])
+    connection = _as_verified(token)
+    with django_assert_num_queries(1):
+        result = _list_projects(connection, ListProjectsArgs())
+    assert len(result["projects"]) == 2
+
+
+def test_get_context_queries_when_compiled(memory: Tenant, django_assert_num_queries) -> None:
+    token, _ = memory.issue()
+    connection = _as_verified(token)
+    args = GetContextArgs(project_id="platform", task="deploy the release train")
+    # project, publication, the standing items (policies, open threads, newest facts: one
+    # statement), one ranking of facts and methods, the ranked rows, the ContextRequest insert.
+    with django_assert_num_queries(COMPILED):
+        bundle = _get_context(connection, args)
+    assert bundle["facts"]
+    assert bundle["policies"]
+    assert bundle["open_threads"]
+    assert bundle["methods"]
+
+
+def test_get_context_queries_when_cached(memory: Tenant, django_assert_num_queries) -> None:
+    token, _ = memory.issue()
+    connection = _as_verified(token)
+    args = GetContextArgs(project_id="platform", task="deploy the release train")
+    first = _get_context(connection, args)
+    with django_assert_num_queries(CACHED):  # project, publication
+        again = _get_context(connection, args)
+    assert again["context_id"] == first["context_id"]
+
+
+def test_get_context_queries_with_a_project_list(memory: Tenant, django_assert_num_queries) -> None:
+    token, _ = memory.issue(projects=["platform"])
+    connection = _as_verified(token)
+    args = GetContextArgs(project_id="platform", task="deploy the release train")
+    with django_assert_num_queries(COMPILED + 1):  # the project-list membership check
+        _get_context(connection, args)
+
+
+def test_search_memory_queries(memory: Tenant, django_assert_num_queries) -> None:
+    token, _ = memory.issue()
+    connection = _as_verified(token)
+    with django_assert_num_queries(SEARCH):  # project, ranking, rows (and excerpts)
+        page = _search_memory(connection, SearchMemoryArgs(project_id="platform", query="deploy"))
+    assert len(page["results"]) == 10
+    assert page["cursor"]
+    with django_assert_num_queries(SEARCH):
+        _search_memory(
+            connection, SearchMemoryArgs(project_id="platform", query="deploy", cursor=page["cursor"])
+        )
+
+
+def test_search_memory_queries_by_ref(memory: Tenant, django_assert_num_queries) -> None:
+    token, _ = memory.issue()
+    connection = _as_verified(token)
+    item = add_item(memory.projects["platform"], "Feature flags live in the flags service.")
+    with django_assert_num_queries(2):  # project, the item
+        page = _search_memory(connection, SearchMemoryArgs(project_id="platform", query=item.ref))
+    assert [r["ref"] for r in page["results"]] == [item.ref]
+
+
+def test_search_memory_refuses_a_bad_cursor_before_searching(
+    memory: Tenant, django_assert_num_queries
+) -> None:
+    token, connection = memory.issue()
+    other = cursor_make(connection=connection, project=memory.projects["handbook"], query="deploy", offset=10)
+    verified = _as_verified(token)
+    with (
+        django_assert_num_queries(1),
+        pytest.raises(InvalidCursor, match="another project"),
+    ):  # the project only
+        _search_memory(verified, SearchMemoryArgs(project_id="platform", query="deploy", cursor=other))
+
+
+COMPILED = 6
+CACHED = 2
+# PostgreSQL loads the rows with their excerpts; SQLite reads excerpts from its FTS5 table.
+SEARCH = 3 if connection.vendor == "postgresql" else 4

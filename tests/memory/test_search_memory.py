@@ -1,0 +1,160 @@
+"""search_memory pages and cursors: scoped, signed, expiring, bound to one search."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from django.core import signing
+
+from memory.cursors import _SALT, cursor_make
+from tests.conftest import LiveServer, Tenant
+from tests.readpath import RecordingMCPClient, _fresh_bundle_cache, add_item, sdk_factory  # noqa: F401
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def sdk(live: LiveServer) -> Callable[..., RecordingMCPClient]:
+    return sdk_factory(live)
+
+
+def _items(tenant: Tenant, project: str, count: int, word: str = "webhook") -> set[str]:
+    return {
+        add_item(tenant.projects[project], f"Note {i}: the {word} handler of service {i} retries.").ref
+        for i in range(count)
+    }
+
+
+def _pages(client, project: str, query: str) -> list[dict]:
+    pages = [client.ok("search_memory", {"project_id": project, "query": query})]
+    while "cursor" in pages[-1] and len(pages) < 10:
+        pages.append(
+            client.ok("search_memory", {"project_id": project, "query": query, "cursor": pages[-1]["cursor"]})
+        )
+    return pages
+
+
+def test_pages_walk_every_match_once_with_a_cursor(tenant: Tenant, sdk, mode: str) -> None:
+    refs = _items(tenant, "platform", 23)
+    token, _ = tenant.issue()
+    pages = _pages(sdk(token, mode), "platform", "webhook handler")
+    assert [len(p["results"]) for p in pages] == [10, 10, 3]
+    seen = [r["ref"] for page in pages for r in page["results"]]
+    assert len(seen) == len(set(seen)) == 23
+    assert set(seen) == refs
+    assert "cursor" not in pages[-1]
+
+
+def test_a_cursor_is_refused_in_another_project(tenant: Tenant, sdk, mode: str) -> None:
+    _items(tenant, "platform", 12)
+    _items(tenant, "handbook", 12)
+    token, _ = tenant.issue()
+    client = sdk(token, mode)
+    cursor = client.ok("search_memory", {"project_id": "platform", "query": "webhook"})["cursor"]
+    error = client.error("search_memory", {"project_id": "handbook", "query": "webhook", "cursor": cursor})
+    assert error["code"] == "invalid_cursor"
+
+
+def test_a_cursor_is_refused_for_another_query(tenant: Tenant, sdk, mode: str) -> None:
+    _items(tenant, "platform", 12)
+    token, _ = tenant.issue()
+    client = sdk(token, mode)
+    cursor = client.ok("search_memory", {"project_id": "platform", "query": "webhook"})["cursor"]
+    for query in ["webhooks", "webhook handler", "Webhook"]:
+        error = client.error("search_memory", {"project_id": "platform", "query": query, "cursor": cursor})
+        assert error["code"] == "invalid_cursor"
+
+
+def test_a_cursor_is_refused_to_another_credential(
+    tenant: Tenant, other_tenant: Tenant, sdk, mode: str
+) -> None:
+    _items(tenant, "platform", 12)
+    _items(other_tenant, "platform", 12)
+    token, _ = tenant.issue()
+    colleague, _ = tenant.issue(actor="codex@tom", zone="codex")
+    stranger, _ = other_tenant.issue()
+    cursor = sdk(token, mode).ok("search_memory", {"project_id": "platform", "query": "webhook"})["cursor"]
+    args = {"project_id": "platform", "query": "webhook", "cursor": cursor}
+    assert sdk(colleague, mode).error("search_memory", args)["code"] == "invalid_cursor"
+    assert sdk(stranger, mode).error("search_memory", args)["code"] == "invalid_cursor"
+
+
+class _SignedAnHourAgo(signing.TimestampSigner):
+    def timestamp(self) -> str:
+        return signing.b62_encode(int(time.time()) - 3600)
+
+
+def test_an_expired_cursor_is_refused(tenant: Tenant, sdk, mode: str) -> None:
+    _items(tenant, "platform", 12)
+    token, connection = tenant.issue()
+    project = tenant.projects["platform"]
+    fresh = cursor_make(connection=connection, project=project, query="webhook", offset=10)
+    payload = signing.loads(fresh, salt=_SALT)
+    old = _SignedAnHourAgo(salt=_SALT).sign_object(payload, compress=True)
+    client = sdk(token, mode)
+    assert client.ok("search_memory", {"project_id": "platform", "query": "webhook", "cursor": fresh})[
+        "results"
+    ]
+    error = client.error("search_memory", {"project_id": "platform", "query": "webhook", "cursor": old})
+    assert error["code"] == "invalid_cursor"
+    assert "expired" in error["message"]
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda c: c[:-1] + ("A" if c[-1] != "A" else "B"),
+        lambda c: c.split(":")[0] + ":" + ":".join(c.split(":")[1:])[::-1],
+        lambda c: signing.dumps({"o": 10}, salt="another.salt"),
+        lambda c: signing.dumps({"o": -5, "w": 0, "c": 0, "p": 0, "q": ""}, salt=_SALT),
+        lambda c: signing.dumps([1, 2, 3], salt=_SALT),
+        lambda c: "." * 500,
+    ],
+    ids=["tampered", "reversed", "other-salt", "negative", "not-a-dict", "dots"],
+)
+def test_a_forged_cursor_is_refused(tenant: Tenant, sdk, mode: str, forge) -> None:
+    _items(tenant, "platform", 12)
+    token, _ = tenant.issue()
+    client = sdk(token, mode)
+    cursor = client.ok("search_memory", {"project_id": "platform", "query": "webhook"})["cursor"]
+    error = client.error(
+        "search_memory", {"project_id": "platform", "query": "webhook", "cursor": forge(cursor)}
+    )
+    assert error["code"] == "invalid_cursor"
+
+
+def test_a_cursor_forged_far_past_the_end_yields_an_empty_page(tenant: Tenant, sdk, mode: str) -> None:
+    _items(tenant, "platform", 3)
+    token, connection = tenant.issue()
+    cursor = cursor_make(
+        connection=connection, project=tenant.projects["platform"], query="webhook", offset=10**9
+    )
+    result = sdk(token, mode).call(
+        "search_memory", {"project_id": "platform", "query": "webhook", "cursor": cursor}
+    )
+    assert result.structured_content is not None
+    if result.is_error:
+        assert result.structured_content["error"]["code"] in ("invalid_cursor", "invalid_request")
+    else:
+        assert result.structured_content["results"] == []
+
+
+def test_search_is_limited_to_the_selected_project(tenant: Tenant, sdk, mode: str) -> None:
+    mine = _items(tenant, "platform", 2, word="kafka")
+    _items(tenant, "handbook", 2, word="kafka")
+    token, _ = tenant.issue()
+    page = sdk(token, mode).ok("search_memory", {"project_id": "platform", "query": "kafka"})
+    assert {r["ref"] for r in page["results"]} == mine
+
+
+def test_only_current_items_are_found(tenant: Tenant, sdk, mode: str) -> None:
+    platform = tenant.projects["platform"]
+    current = add_item(platform, "Kafka topics are named after their producer.")
+    add_item(platform, "Kafka topics used to be named after teams.", state="retracted")
+    add_item(platform, "Kafka lag alert thresholds: who owns them?", kind="thread", state="closed")
+    open_thread = add_item(platform, "Should kafka move to a managed service?", kind="thread")
+    token, _ = tenant.issue()
+    page = sdk(token, mode).ok("search_memory", {"project_id": "platform", "query": "kafka"})
+    assert {r["ref"] for r in page["results"]} == {current.ref, open_thread.ref}
