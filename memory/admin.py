@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -63,19 +65,42 @@ class ProposalAdmin(ReadOnlyAdmin):
         return [f.name for f in Proposal._meta.fields]
 
     def _decide(self, request: HttpRequest, queryset: QuerySet[Proposal], approve: bool) -> None:
+        """Decide each selected proposal with the review services and report each outcome.
+
+        The services are the rules: only a member of the proposal's workspace may review it
+        (a superuser who is not one is refused), and only a proposal awaiting review can be
+        approved (a quarantined one has not been validated yet).
+        """
         from memory.services import proposal_approve, proposal_reject
 
-        done = 0
-        for proposal in queryset.order_by("seq"):
+        user = request.user
+        if not isinstance(user, User):
+            raise PermissionDenied
+        done, conflicts = 0, 0
+        for proposal in queryset.order_by("workspace_id", "seq"):
             try:
                 if approve:
-                    proposal_approve(proposal=proposal, reviewer=request.user, note="Approved in the admin.")
+                    decided = proposal_approve(
+                        proposal=proposal, reviewer=user, note="Approved in the admin."
+                    )
                 else:
-                    proposal_reject(proposal=proposal, reviewer=request.user, note="Rejected in the admin.")
-                done += 1
+                    decided = proposal_reject(proposal=proposal, reviewer=user, note="Rejected in the admin.")
             except UnforgetterError as exc:
                 self.message_user(request, f"#{proposal.seq}: {exc.message}", messages.WARNING)
-        self.message_user(request, f"{'Approved' if approve else 'Rejected'} {done} proposal(s).")
+                continue
+            if approve and decided.status != Proposal.Status.PUBLISHED:
+                conflicts += 1
+                self.message_user(
+                    request,
+                    f"#{proposal.seq} became a conflict and was not published: {decided.reason_detail}",
+                    messages.WARNING,
+                )
+            else:
+                done += 1
+        verb = "Approved and published" if approve else "Rejected"
+        self.message_user(
+            request, f"{verb} {done} proposal(s)." + (f" {conflicts} conflict(s)." if conflicts else "")
+        )
 
     @admin.action(description="Approve and publish the selected proposals (taint kept)")
     def approve_selected(self, request: HttpRequest, queryset: QuerySet[Proposal]) -> None:

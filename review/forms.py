@@ -43,14 +43,19 @@ class ReviewFilterForm(forms.Form):
     zone = forms.ChoiceField(required=False)
     actor = forms.CharField(required=False, max_length=150)
     taint = forms.ChoiceField(required=False, choices=[("", "Any taint"), *Taint.choices])
-    reason = forms.ChoiceField(required=False)
+    status = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("", "Any status"),
+            (Proposal.Status.AWAITING_REVIEW, "Awaiting review"),
+            (Proposal.Status.QUARANTINED, "Being validated"),
+        ],
+    )
 
-    def __init__(self, *args: Any, projects: list[str], zones: list[str], reasons: list[str], **kwargs: Any):
+    def __init__(self, *args: Any, projects: list[str], zones: list[str], **kwargs: Any):
         super().__init__(*args, **kwargs)
         _choice(self, "project").choices = [("", "All projects"), *[(p, p) for p in projects]]
         _choice(self, "zone").choices = [("", "All zones"), *[(z, z) for z in zones]]
-        labels = dict(Proposal.Reason.choices)
-        _choice(self, "reason").choices = [("", "Any reason"), *[(r, labels.get(r, r)) for r in reasons]]
 
 
 class RejectForm(forms.Form):

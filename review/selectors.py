@@ -16,7 +16,10 @@ from memory.selectors import REF_RE
 from workspaces.exceptions import NotFound
 from workspaces.models import AuditEvent, Connection, DataClass, Project, Workspace
 
+# Held proposals: quarantined ones are tainted and not validated by the consolidator yet (they
+# can be rejected, not approved); awaiting_review ones passed validation and wait for a decision.
 REVIEW_STATUSES = (Proposal.Status.QUARANTINED, Proposal.Status.AWAITING_REVIEW)
+TARGETED_OPS = (Proposal.Op.UPDATE_FACT, Proposal.Op.CLOSE_THREAD, Proposal.Op.REJECT)
 
 
 @dataclass
@@ -86,7 +89,7 @@ def overview(workspace: Workspace) -> Overview:
 
 
 def review_queue(workspace: Workspace, filters: dict[str, Any]) -> QuerySet[Proposal]:
-    """Held proposals, newest first, narrowed by project, zone, actor, taint and reason."""
+    """Held proposals, newest first, narrowed by status, project, zone, actor and taint."""
     queryset = Proposal.objects.filter(workspace=workspace, status__in=REVIEW_STATUSES).select_related(
         "project"
     )
@@ -98,18 +101,15 @@ def review_queue(workspace: Workspace, filters: dict[str, Any]) -> QuerySet[Prop
         queryset = queryset.filter(actor__icontains=filters["actor"])
     if filters.get("taint") not in (None, ""):
         queryset = queryset.filter(taint=int(filters["taint"]))
-    if filters.get("reason"):
-        queryset = queryset.filter(reason=filters["reason"])
+    if filters.get("status") in REVIEW_STATUSES:
+        queryset = queryset.filter(status=filters["status"])
     return queryset.order_by("-seq")
 
 
-def review_choices(workspace: Workspace) -> dict[str, list[str]]:
-    """The values the queue can be filtered by, from what is actually held."""
+def review_zones(workspace: Workspace) -> list[str]:
+    """The zones the queue can be filtered by, from what is actually held."""
     held = Proposal.objects.filter(workspace=workspace, status__in=REVIEW_STATUSES)
-    return {
-        "zones": sorted(set(held.values_list("zone", flat=True).distinct())),
-        "reasons": sorted({r for r in held.values_list("reason", flat=True).distinct() if r}),
-    }
+    return sorted(set(held.values_list("zone", flat=True).distinct()))
 
 
 def proposal_for_member(workspace: Workspace, seq: int) -> Proposal:
@@ -124,11 +124,26 @@ def proposal_for_member(workspace: Workspace, seq: int) -> Proposal:
 
 
 def proposal_target(proposal: Proposal) -> Fact | None:
-    """The item an update, close or retraction would change, inside the proposal's workspace."""
-    ref = proposal.target or proposal.supersedes
+    """The item an update, close or retraction is based on, inside the proposal's workspace.
+
+    The same item `proposal_approve` checks: the version an update supersedes, the thread a close
+    closes, the item a retraction retracts. Publishing never edits it beyond its state.
+    """
+    ref = proposal.supersedes or (proposal.target if proposal.op in TARGETED_OPS else "")
     if not ref:
         return None
     return Fact.objects.filter(workspace_id=proposal.workspace_id, ref=ref).select_related("project").first()
+
+
+def target_is_current(fact: Fact) -> bool:
+    """Whether a proposal based on `fact` can still be published: as `proposal_approve` decides,
+    a thread must still be open and any other item active; otherwise approval is a conflict."""
+    return fact.state == (State.OPEN if fact.kind == Kind.THREAD else State.ACTIVE)
+
+
+def target_successor(fact: Fact) -> Fact | None:
+    """The version that superseded `fact`, if one did."""
+    return Fact.objects.filter(supersedes=fact).order_by("id").first()
 
 
 def proposals_related(proposal: Proposal, limit: int = 10) -> list[Proposal]:

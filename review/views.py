@@ -10,7 +10,7 @@ workspace's objects are 404 too.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, wraps
 from typing import Any, cast
 
@@ -156,12 +156,10 @@ def _project_slugs(workspace: Workspace) -> list[str]:
 
 @console_view()
 def review_queue(request: HttpRequest, console: Console) -> HttpResponse:
-    choices = selectors.review_choices(console.workspace)
     form = ReviewFilterForm(
         request.GET or None,
         projects=_project_slugs(console.workspace),
-        zones=choices["zones"],
-        reasons=choices["reasons"],
+        zones=selectors.review_zones(console.workspace),
     )
     filters = form.cleaned_data if form.is_valid() else {}
     page = Paginator(selectors.review_queue(console.workspace, filters), PAGE_SIZE).get_page(
@@ -177,6 +175,41 @@ def review_queue(request: HttpRequest, console: Console) -> HttpResponse:
     )
 
 
+def _seqs(seqs: list[int]) -> str:
+    return ", ".join(f"#{seq}" for seq in seqs)
+
+
+def _plural(n: int, word: str = "proposal") -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+@dataclass
+class Outcomes:
+    """What a bulk decision did to each proposal, reported item by item."""
+
+    done: list[int] = field(default_factory=list)
+    conflicts: list[tuple[int, str]] = field(default_factory=list)
+    validating: list[int] = field(default_factory=list)
+    failed: list[tuple[int, str]] = field(default_factory=list)
+
+    def report(self, request: HttpRequest, approve: bool) -> None:
+        if self.done:
+            verb = "Approved and published" if approve else "Rejected"
+            messages.success(request, f"{verb} {_plural(len(self.done))}: {_seqs(self.done)}.")
+        for seq, detail in self.conflicts:
+            messages.warning(request, f"#{seq} became a conflict and was not published: {detail}")
+        if self.validating:
+            messages.warning(
+                request,
+                f"Not approved: {_plural(len(self.validating))} still being validated "
+                f"({_seqs(self.validating)}); approve once they pass, or reject them.",
+            )
+        for seq, message in self.failed:
+            messages.error(request, f"#{seq}: {message}")
+        if not self.done and not self.conflicts:
+            messages.info(request, "Nothing was published or rejected.")
+
+
 @console_view(methods=("POST",))
 def review_bulk(request: HttpRequest, console: Console) -> HttpResponse:
     from memory.services import proposal_approve, proposal_reject
@@ -188,24 +221,27 @@ def review_bulk(request: HttpRequest, console: Console) -> HttpResponse:
             for error in errors:
                 messages.error(request, str(error))
         return redirect("review:queue", console.workspace.slug)
-    done, failed = 0, 0
+    approve = form.cleaned_data["action"] == "approve"
     note = form.cleaned_data["note"]
-    for seq in form.cleaned_data["seqs"]:
+    outcomes = Outcomes()
+    for seq in sorted(form.cleaned_data["seqs"]):
         proposal = selectors.proposal_for_member(console.workspace, seq)
+        if approve and proposal.status == Proposal.Status.QUARANTINED:
+            outcomes.validating.append(seq)
+            continue
         try:
-            if form.cleaned_data["action"] == "approve":
-                proposal_approve(proposal=proposal, reviewer=console.user, note=note)
+            if approve:
+                decided = proposal_approve(proposal=proposal, reviewer=console.user, note=note)
             else:
-                proposal_reject(proposal=proposal, reviewer=console.user, note=note)
-            done += 1
+                decided = proposal_reject(proposal=proposal, reviewer=console.user, note=note)
         except UnforgetterError as exc:
-            failed += 1
-            messages.error(request, f"#{seq}: {exc.message}")
-    verb = "Approved and published" if form.cleaned_data["action"] == "approve" else "Rejected"
-    if done:
-        messages.success(request, f"{verb} {done} proposal{'s' if done != 1 else ''}.")
-    if failed and not done:
-        messages.warning(request, "Nothing was changed.")
+            outcomes.failed.append((seq, exc.message))
+            continue
+        if approve and decided.status != Proposal.Status.PUBLISHED:
+            outcomes.conflicts.append((seq, decided.reason_detail or decided.get_reason_display()))
+        else:
+            outcomes.done.append(seq)
+    outcomes.report(request, approve)
     return redirect("review:queue", console.workspace.slug)
 
 
@@ -217,6 +253,9 @@ def proposal_detail(request: HttpRequest, console: Console, seq: int) -> HttpRes
     if target is not None and proposal.op == Proposal.Op.UPDATE_FACT:
         diff = word_diff(target.text, proposal.text)
     held = proposal.status in selectors.REVIEW_STATUSES
+    # Only when the decision is still open does it matter whether the base moved on meanwhile:
+    # approving then records a conflict rather than publishing (see proposal_approve).
+    moved_on = held and target is not None and not selectors.target_is_current(target)
     return _render(
         request,
         console,
@@ -226,6 +265,9 @@ def proposal_detail(request: HttpRequest, console: Console, seq: int) -> HttpRes
             "target": target,
             "diff": diff,
             "held": held,
+            "validating": proposal.status == Proposal.Status.QUARANTINED,
+            "moved_on": moved_on,
+            "successor": selectors.target_successor(target) if moved_on and target else None,
             "evidence": proposal.evidence if isinstance(proposal.evidence, list) else [],
             "related": selectors.proposals_related(proposal),
             "previous": selectors.proposal_previous(proposal),
@@ -244,12 +286,26 @@ def proposal_approve_view(request: HttpRequest, console: Console, seq: int) -> H
     form = ApproveForm(request.POST)
     if not form.is_valid():
         messages.error(request, "The note is too long.")
+    elif proposal.status == Proposal.Status.QUARANTINED:
+        messages.warning(
+            request,
+            f"#{seq} is still being validated by the consolidator; it can be approved once it passes.",
+        )
     else:
         try:
-            proposal_approve(proposal=proposal, reviewer=console.user, note=form.cleaned_data["note"])
-            messages.success(request, f"Approved #{seq}: it is published (its taint is kept).")
+            decided = proposal_approve(
+                proposal=proposal, reviewer=console.user, note=form.cleaned_data["note"]
+            )
         except UnforgetterError as exc:
             _service_error(request, exc)
+        else:
+            if decided.status == Proposal.Status.PUBLISHED:
+                messages.success(request, f"Approved #{seq}: it is published (its taint is kept).")
+            else:
+                messages.warning(
+                    request,
+                    f"#{seq} was not published: it became a conflict. {decided.reason_detail}",
+                )
     return redirect("review:proposal", console.workspace.slug, seq)
 
 

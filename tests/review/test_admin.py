@@ -11,6 +11,7 @@ from memory.services import fact_create
 from tests.conftest import Tenant
 from tests.review.helpers import make_proposal
 from workspaces.models import AuditEvent, Connection
+from workspaces.services import membership_add
 
 pytestmark = pytest.mark.django_db
 
@@ -60,14 +61,37 @@ def test_admin_revoke_action_uses_the_revocation_service(admin: Client, tenant: 
 
 
 def test_admin_review_actions_use_the_review_services(admin: Client, tenant: Tenant) -> None:
-    keep = make_proposal(tenant.projects["platform"], text="Approve me")
-    drop = make_proposal(tenant.projects["platform"], text="Reject me")
-    admin.post("/admin/memory/proposal/", {"action": "approve_selected", "_selected_action": [keep.pk]})
-    admin.post("/admin/memory/proposal/", {"action": "reject_selected", "_selected_action": [drop.pk]})
+    platform = tenant.projects["platform"]
+    keep = make_proposal(platform, text="Approve me", status=Proposal.Status.AWAITING_REVIEW)
+    drop = make_proposal(platform, text="Reject me")
+    validating = make_proposal(platform, text="Not validated yet")
+
+    def act(action: str, *proposals: Proposal) -> str:
+        response = admin.post(
+            "/admin/memory/proposal/",
+            {"action": action, "_selected_action": [p.pk for p in proposals]},
+            follow=True,
+        )
+        return response.content.decode()
+
+    # The review services only let members of the workspace review it: a superuser is no exception.
+    page = act("approve_selected", keep)
+    assert "Only the workspace&#x27;s owners and reviewers may review its proposals." in page
+    keep.refresh_from_db()
+    assert keep.status == Proposal.Status.AWAITING_REVIEW
+
+    membership_add(workspace=tenant.workspace, user=User.objects.get(username="root"), role="reviewer")
+    page = act("approve_selected", keep, validating)
+    assert "Approved and published 1 proposal(s)." in page
+    assert "Only proposals awaiting review can be approved; this one is quarantined." in page
+    page = act("reject_selected", drop)
+    assert "Rejected 1 proposal(s)." in page
     keep.refresh_from_db()
     drop.refresh_from_db()
+    validating.refresh_from_db()
     assert keep.status == Proposal.Status.PUBLISHED
     assert drop.status == Proposal.Status.REJECTED
+    assert validating.status == Proposal.Status.QUARANTINED
     assert Fact.objects.filter(proposal=keep, text="Approve me").exists()
 
 

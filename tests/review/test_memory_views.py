@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memory.models import Fact, Kind, Publication, State, Taint
+from memory.models import Fact, Kind, Proposal, Publication, State, Taint
 from memory.services import fact_create, fact_owner_edit, proposal_approve
 from tests.conftest import Tenant
 from tests.review.helpers import make_proposal
@@ -88,8 +88,8 @@ def test_item_page_shows_history_provenance_taint_and_the_proposal_that_made_it(
         platform,
         op="update_fact",
         target=original.ref,
-        supersedes=original.ref,
         text="Staging rebuilds daily.",
+        status=Proposal.Status.AWAITING_REVIEW,
     )
     proposal_approve(proposal=proposal, reviewer=tenant.owner)
     newer = Fact.objects.get(proposal=proposal)
