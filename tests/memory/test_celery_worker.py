@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import uuid
@@ -19,7 +20,7 @@ from tests.conftest import Tenant
 from tests.processes import database_url_for_tests, process_env, start, stop, wait_until
 from unforgetter.celery import app as celery_app
 
-BROKER = "redis://127.0.0.1:6379/3"
+BROKER = os.environ.get("TEST_CELERY_BROKER_URL", "redis://127.0.0.1:6379/3")
 
 
 def _redis_or_skip() -> None:
