@@ -232,6 +232,18 @@ def _rank_sqlite(
 _HEADLINE_OPTIONS = (
     'StartSel=**, StopSel=**, MaxWords=35, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "'
 )
+_WHOLE_TEXT_OPTIONS = "StartSel=**, StopSel=**, HighlightAll=true"
+# Items up to this many characters are shown whole, highlighted; longer ones as fragments.
+WHOLE_EXCERPT_CHARS = 300
+
+
+def _pg_headline(text: str, tsquery: str) -> str:
+    """SQL for an excerpt: short items whole (fragment mode would drop their edges), long ones cut."""
+    return (
+        f"CASE WHEN char_length({text}) <= {WHOLE_EXCERPT_CHARS} "
+        f"THEN ts_headline('english', {text}, {tsquery}, %s) "
+        f"ELSE ts_headline('english', {text}, {tsquery}, %s) END"
+    )
 
 
 def headline(query: str) -> RawSQL | None:
@@ -242,9 +254,9 @@ def headline(query: str) -> RawSQL | None:
     """
     if db.vendor != "postgresql" or not terms(query):
         return None
-    return RawSQL(
-        "ts_headline('english', memory_fact.text, websearch_to_tsquery('english', %s), %s)",
-        [query, _HEADLINE_OPTIONS],
+    return RawSQL(  # noqa: S611 - only constants are interpolated; the query is a parameter
+        _pg_headline("memory_fact.text", "websearch_to_tsquery('english', %s)"),
+        [query, _WHOLE_TEXT_OPTIONS, query, _HEADLINE_OPTIONS],
     )
 
 
@@ -256,10 +268,10 @@ def highlight(fact_ids: Sequence[int], query: str, *, match: Match = "all") -> d
     if db.vendor == "postgresql":
         tsquery, tsparams = _pg_tsquery(query, words, match)
         sql = f"""
-            SELECT f.id, ts_headline('english', f.text, {tsquery}, %s)
+            SELECT f.id, {_pg_headline("f.text", tsquery)}
             FROM memory_fact f WHERE f.id IN ({_placeholders(fact_ids)})
         """  # noqa: S608
-        params: list[Any] = [*tsparams, _HEADLINE_OPTIONS, *fact_ids]
+        params: list[Any] = [*tsparams, _WHOLE_TEXT_OPTIONS, *tsparams, _HEADLINE_OPTIONS, *fact_ids]
     else:
         sql = f"""
             SELECT rowid, snippet(memory_fact_fts, 0, %s, %s, '…', 32)
