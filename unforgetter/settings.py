@@ -204,7 +204,9 @@ UNFORGETTER = {
     "DEFAULT_PUBLISH_CADENCE": timedelta(seconds=env.int("PUBLISH_CADENCE_SECONDS", default=30)),
     # write path: the consolidator and the proposal ledger
     # With no broker the serving process consolidates and publishes itself (False: it does not).
-    "EMBEDDED_WORKER": env.bool("EMBEDDED_WORKER", default=True),
+    # Off by default under tests: a background writer would race the test database's flushes;
+    # tests that need it switch it on (see tests/mcpbridge/test_propose_memory.py).
+    "EMBEDDED_WORKER": env.bool("EMBEDDED_WORKER", default=not TESTING),
     # How often the heartbeat looks for workspaces due a publication (Celery beat and embedded).
     "HEARTBEAT_TICK": timedelta(seconds=env.float("HEARTBEAT_TICK_SECONDS", default=5.0)),
     "CONSOLIDATION_BATCH": env.int("CONSOLIDATION_BATCH", default=250),
