@@ -593,7 +593,9 @@ def proposal_consolidate(
     Watermark.objects.get_or_create(workspace_id=workspace_id)
     with transaction.atomic():
         watermark = (
-            Watermark.objects.select_for_update(skip_locked=not wait)
+            # of=self: the joined workspace row must stay free, or submissions would queue behind
+            # the whole batch instead of only its closing publication.
+            Watermark.objects.select_for_update(skip_locked=not wait, of=("self",))
             .select_related("workspace")
             .filter(workspace_id=workspace_id)
             .first()
@@ -674,7 +676,7 @@ def proposal_approve(*, proposal: Proposal, reviewer: AbstractBaseUser, note: st
     reason `conflict` instead (check `status` on the returned proposal).
     """
     _reviewer_check(proposal, reviewer)
-    locked = Proposal.objects.select_for_update().select_related("project").get(pk=proposal.pk)
+    locked = Proposal.objects.select_for_update(of=("self",)).select_related("project").get(pk=proposal.pk)
     if locked.status != Proposal.Status.AWAITING_REVIEW:
         raise ProposalStateError(
             "Only proposals awaiting review can be approved; "
