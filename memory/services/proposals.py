@@ -26,6 +26,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
+from django.db import connection as db_connection
 from django.utils import timezone
 
 from memory import ledger
@@ -292,7 +293,11 @@ def proposal_submit(
         with transaction.atomic():
             # The workspace row's lock orders every insert of this workspace: seq and the previous
             # attestation are read under it and the insert commits before the next writer reads.
-            Workspace.objects.select_for_update().filter(pk=workspace_id).values_list("pk", flat=True).get()
+            # (SQLite has no row locks: its IMMEDIATE transactions already take the one write lock.)
+            if db_connection.features.has_select_for_update:
+                Workspace.objects.select_for_update().filter(pk=workspace_id).values_list(
+                    "pk", flat=True
+                ).get()
             last = (
                 Proposal.objects.filter(workspace_id=workspace_id)
                 .order_by("-seq")
