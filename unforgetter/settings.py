@@ -180,6 +180,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# One queue per deployment: two deployments sharing a broker never take each other's tasks.
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="unforgetter")
 # Beat's heartbeat: publishes every workspace at least every half cadence (memory.tasks).
 CELERY_BEAT_SCHEDULE = {
     "publish-heartbeat": {

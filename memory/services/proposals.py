@@ -595,7 +595,10 @@ def proposal_consolidate(
     """
     size = batch_size or settings.UNFORGETTER["CONSOLIDATION_BATCH"]
     report = ConsolidationReport()
-    Watermark.objects.get_or_create(workspace_id=workspace_id)
+    try:
+        Watermark.objects.get_or_create(workspace_id=workspace_id)
+    except IntegrityError:
+        return report  # the workspace was deleted after this task was queued: nothing to do
     with transaction.atomic():
         watermark = (
             # of=self: the joined workspace row must stay free, or submissions would queue behind

@@ -279,3 +279,11 @@ def test_proposals_beyond_the_rate_limit_are_refused(tenant: Tenant) -> None:
         assert again.duplicate
         assert again.proposal.pk == first.pk
     assert Proposal.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_consolidating_a_deleted_workspace_is_a_no_op() -> None:
+    """A task queued before its workspace was deleted must not fail (nor retry forever)."""
+    report = consolidation_run(workspace_id=987_654)
+    assert (report.claimed, report.batches) == (0, 0)
+    assert not Watermark.objects.exists()
