@@ -28,6 +28,10 @@ from memory.services import (
 logger = logging.getLogger(__name__)
 
 IDLE_WAIT = 1.0  # seconds between cycles when nothing wakes the loop
+# After a nudge, wait this long before the cycle so that proposals arriving together are claimed
+# in one batch: under load, one cycle per proposal would cost the serving process more than the
+# proposals themselves.
+GATHER = 0.05
 
 
 @dataclass
@@ -73,7 +77,13 @@ class ConsolidatorLoop:
         self.enabled = enabled
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._cycle = threading.Lock()  # held for the whole of each cycle
         self._next_heartbeat = 0.0
+
+    def wait_idle(self) -> None:
+        """Return once no cycle is running (one starting later sees the settings of then)."""
+        with self._cycle:
+            pass
 
     def wake(self) -> None:
         self._wake.set()
@@ -98,20 +108,24 @@ class ConsolidatorLoop:
         try:
             while not self._stop.is_set():
                 self._wake.clear()
-                if not self.enabled():
-                    self._wake.wait(self.idle_wait)
-                    continue
-                close_old_connections()
-                try:
-                    self.run_once()
-                    failures = 0
-                except Exception:
-                    failures += 1
-                    # A database restart or a flushed test database: keep going, but quietly.
-                    if failures <= 3 or failures % 60 == 0:
-                        logger.exception("consolidation cycle failed (%d in a row)", failures)
-                    connections.close_all()
-                self._wake.wait(self.idle_wait)
+                with self._cycle:
+                    # Checked under the cycle lock: after wait_idle() returns, no cycle starts
+                    # with settings older than the caller's.
+                    if not self.enabled():
+                        self._wake.wait(self.idle_wait)
+                        continue
+                    close_old_connections()
+                    try:
+                        self.run_once()
+                        failures = 0
+                    except Exception:
+                        failures += 1
+                        # A database restart, say: keep going, but quietly.
+                        if failures <= 3 or failures % 60 == 0:
+                            logger.exception("consolidation cycle failed (%d in a row)", failures)
+                        connections.close_all()
+                if self._wake.wait(self.idle_wait) and not self._stop.is_set():
+                    time.sleep(GATHER)
         finally:
             connections.close_all()
 
@@ -126,9 +140,13 @@ def embedded_enabled() -> bool:
 
 
 def embedded_start() -> bool:
-    """Start the embedded consolidator thread of this process, unless a broker is configured."""
+    """Start the embedded consolidator thread of this process, unless a broker is configured.
+
+    The thread idles (and is idle within a cycle) while EMBEDDED_WORKER is off, so the setting can
+    be switched at run time, as tests do.
+    """
     global _embedded, _embedded_thread
-    if not embedded_enabled():
+    if settings.CELERY_BROKER_URL:
         return False
     with _lock:
         if _embedded_thread is not None and _embedded_thread.is_alive():
@@ -151,6 +169,13 @@ def embedded_stop(timeout: float = 10.0) -> None:
         loop.stop()
     if thread is not None:
         thread.join(timeout)
+
+
+def embedded_wait_idle() -> None:
+    """Wait for the embedded worker's current cycle, if any, to finish."""
+    loop = _embedded
+    if loop is not None:
+        loop.wait_idle()
 
 
 def consolidation_enqueue(workspace_id: int) -> None:

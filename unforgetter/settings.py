@@ -230,6 +230,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# One queue per deployment: two deployments sharing a broker never take each other's tasks.
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="unforgetter")
 # Beat's heartbeat: publishes every workspace at least every half cadence (memory.tasks).
 CELERY_BEAT_SCHEDULE = {
     "publish-heartbeat": {
@@ -254,7 +256,9 @@ UNFORGETTER = {
     "DEFAULT_PUBLISH_CADENCE": timedelta(seconds=env.int("PUBLISH_CADENCE_SECONDS", default=30)),
     # write path: the consolidator and the proposal ledger
     # With no broker the serving process consolidates and publishes itself (False: it does not).
-    "EMBEDDED_WORKER": env.bool("EMBEDDED_WORKER", default=True),
+    # Off by default under tests: a background writer would race the test database's flushes;
+    # tests that need it switch it on (see tests/mcpbridge/test_propose_memory.py).
+    "EMBEDDED_WORKER": env.bool("EMBEDDED_WORKER", default=not TESTING),
     # How often the heartbeat looks for workspaces due a publication (Celery beat and embedded).
     "HEARTBEAT_TICK": timedelta(seconds=env.float("HEARTBEAT_TICK_SECONDS", default=5.0)),
     "CONSOLIDATION_BATCH": env.int("CONSOLIDATION_BATCH", default=250),

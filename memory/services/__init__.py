@@ -2,28 +2,25 @@
 
 - facts: owner and import writes of canonical items
 - publishing: publication cycles, heartbeats and context-bundle records
-- proposals: the agent write path (submit, consolidate, review)
+- proposals, consolidation, review: the agent write path (submit; decide exactly once; owners)
 """
 
-from memory.services.facts import default_state, fact_build, fact_create, facts_bulk_create, project_touch
-from memory.services.owner_edits import fact_owner_create, fact_owner_edit
-from memory.services.proposals import (
+from memory.services.consolidation import (
     ConsolidationReport,
-    Submitted,
     consolidation_run,
-    proposal_approve,
     proposal_consolidate,
-    proposal_reject,
-    proposal_submit,
-    submitted_status,
     workspaces_pending,
 )
+from memory.services.facts import default_state, fact_build, fact_create, facts_bulk_create, project_touch
+from memory.services.owner_edits import fact_owner_create, fact_owner_edit
+from memory.services.proposals import Submitted, proposal_submit, submitted_status
 from memory.services.publishing import (
     context_request_record,
     publication_bootstrap,
     publication_heartbeat,
     publication_record,
 )
+from memory.services.review import proposal_approve, proposal_reject
 
 __all__ = [
     "ConsolidationReport",

@@ -1,15 +1,13 @@
-"""The agent write path: proposals are submitted, consolidated exactly once, and reviewed.
+"""The agent write path, part one: proposals are submitted (propose_memory).
 
 Invariants kept here and nowhere else:
 
 - A proposal is stored once per (workspace, actor, request_id); replays return the original.
 - `seq` is allocated, and the previous attestation read, under the Workspace row's lock in the
   transaction that inserts the proposal, so seq order is commit order and the HMAC chain is a chain.
-- Taint is the maximum over the zone, the evidence and every cited item, and never decreases: a
-  published item carries its proposal's taint, approval included.
-- Consolidation claims a batch by locking the workspace's Watermark row and advancing it in the
-  same transaction as the batch's effects and status changes: a batch happens once or not at all.
-- Only status, reason, decided_at and the review fields of a proposal ever change.
+- Taint is the maximum over the zone, the evidence and every cited item, and never decreases.
+
+Consolidation is in memory.services.consolidation, review in memory.services.review.
 """
 
 from __future__ import annotations
@@ -18,20 +16,17 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
+from django.db import connection as db_connection
 from django.utils import timezone
 
 from memory import ledger
-from memory.exceptions import ProposalStateError
-from memory.models import Fact, Kind, Proposal, State, Taint, Watermark, new_ref
-from memory.services.publishing import publication_record
+from memory.models import Fact, Kind, Proposal, Taint
 from memory.validation import (
     MAX_EVIDENCE_ITEMS,
     MAX_EVIDENCE_REF,
@@ -41,21 +36,16 @@ from memory.validation import (
     change_check,
     cited_refs,
     content_digest,
-    provenance_present,
-    signals_find,
     target_kind_check,
 )
-from workspaces.exceptions import ForbiddenScope, InvalidRequest, RateLimited, UnforgetterError
-from workspaces.models import Connection, Membership, Project, TrustZone, Workspace
+from workspaces.exceptions import ForbiddenScope, InvalidRequest, RateLimited
+from workspaces.models import Connection, Project, TrustZone, Workspace
 from workspaces.selectors import allowed_data_classes, project_for_agent
 
 logger = logging.getLogger(__name__)
 
 TRUSTED = "trusted"
 UNTRUSTED = "untrusted"
-
-
-# --- Submission ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -292,7 +282,11 @@ def proposal_submit(
         with transaction.atomic():
             # The workspace row's lock orders every insert of this workspace: seq and the previous
             # attestation are read under it and the insert commits before the next writer reads.
-            Workspace.objects.select_for_update().filter(pk=workspace_id).values_list("pk", flat=True).get()
+            # (SQLite has no row locks: its IMMEDIATE transactions already take the one write lock.)
+            if db_connection.features.has_select_for_update:
+                Workspace.objects.select_for_update().filter(pk=workspace_id).values_list(
+                    "pk", flat=True
+                ).get()
             last = (
                 Proposal.objects.filter(workspace_id=workspace_id)
                 .order_by("-seq")
@@ -324,437 +318,3 @@ def _enqueue(workspace_id: int) -> None:
     from memory.worker import consolidation_enqueue
 
     consolidation_enqueue(workspace_id)
-
-
-# --- Consolidation ------------------------------------------------------------------------------
-
-
-@dataclass
-class ConsolidationReport:
-    claimed: int = 0
-    published: int = 0
-    awaiting_review: int = 0
-    rejected: int = 0
-    skipped: int = 0
-    batches: int = 0
-    busy: bool = False
-    reasons: dict[str, int] = field(default_factory=dict)
-
-    def add(self, other: ConsolidationReport) -> None:
-        for name in ("claimed", "published", "awaiting_review", "rejected", "skipped", "batches"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        for reason, count in other.reasons.items():
-            self.reasons[reason] = self.reasons.get(reason, 0) + count
-        self.busy = self.busy or other.busy
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "claimed": self.claimed,
-            "published": self.published,
-            "awaiting_review": self.awaiting_review,
-            "rejected": self.rejected,
-            "skipped": self.skipped,
-            "batches": self.batches,
-            "busy": self.busy,
-            "reasons": dict(self.reasons),
-        }
-
-
-class _Rejection(Exception):
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(detail)
-        self.reason = reason
-        self.detail = detail[:500]
-
-
-@dataclass
-class _Scope:
-    usable: bool
-    classes: frozenset[str]
-    all_projects: bool
-    projects: frozenset[int]
-
-
-class _Batch:
-    """What one batch needs from the database, read once, kept current as the batch applies."""
-
-    def __init__(self, workspace: Workspace, proposals: list[Proposal]) -> None:
-        now = timezone.now()
-        self.workspace = workspace
-        refs = {p.supersedes or p.target for p in proposals} - {""}
-        self.facts: dict[str, Fact] = {
-            f.ref: f for f in Fact.objects.filter(workspace=workspace, ref__in=refs)
-        }
-        digests = {p.content_digest for p in proposals}
-        self.rejected = set(
-            Proposal.objects.filter(
-                workspace=workspace, status=Proposal.Status.REJECTED, content_digest__in=digests
-            ).values_list("content_digest", flat=True)
-        )
-        connection_ids = {p.connection_id for p in proposals} - {None}
-        self.scopes: dict[int, _Scope] = {}
-        connections = Connection.objects.filter(pk__in=connection_ids).prefetch_related("projects")
-        for c in connections:
-            self.scopes[c.pk] = _Scope(
-                usable=c.is_usable(now),
-                classes=frozenset(allowed_data_classes(c)),
-                all_projects=c.all_projects,
-                projects=frozenset(p.pk for p in c.projects.all()),
-            )
-        self.projects: dict[int, Project] = {
-            p.pk: p for p in Project.objects.filter(pk__in={p.project_id for p in proposals})
-        }
-        self.touched_projects: set[int] = set()
-
-
-def _validate(batch: _Batch, proposal: Proposal) -> Fact | None:
-    """Run every check of the consolidator, in order; raise _Rejection; return the base item."""
-    evidence = proposal.evidence if isinstance(proposal.evidence, list) else []
-    try:
-        change = change_check(
-            op=proposal.op,
-            text=proposal.text,
-            target=proposal.target,
-            supersedes=proposal.supersedes,
-            kind=proposal.kind if proposal.op in (Proposal.Op.ADD_FACT, Proposal.Op.UPDATE_FACT) else None,
-        )
-    except UnforgetterError as exc:
-        reason = (
-            Proposal.Reason.PROTECTED_TARGET if exc.code == "protected_target" else Proposal.Reason.SCHEMA
-        )
-        raise _Rejection(reason, exc.message) from None
-    if not all(isinstance(e, dict) for e in evidence):
-        raise _Rejection(Proposal.Reason.SCHEMA, "The evidence is not a list of items.")
-
-    scope = batch.scopes.get(proposal.connection_id or 0)
-    project = batch.projects[proposal.project_id]
-    if scope is None or not scope.usable:
-        raise _Rejection(Proposal.Reason.SCOPE, "The credential was revoked or expired before consolidation.")
-    if project.data_class not in scope.classes or not (scope.all_projects or project.pk in scope.projects):
-        raise _Rejection(Proposal.Reason.SCOPE, "The project is no longer in the credential's catalogue.")
-
-    base = batch.facts.get(change.base) if change.base else None
-    if change.base:
-        if base is None or base.project_id != project.pk:
-            raise _Rejection(Proposal.Reason.SCOPE, f"No item {change.base} in project {project.slug}.")
-        if base.kind in Kind.protected():
-            raise _Rejection(Proposal.Reason.PROTECTED_TARGET, f"{change.base} is a protected {base.kind}.")
-        if base.data_class not in scope.classes:
-            raise _Rejection(
-                Proposal.Reason.SCOPE, f"{change.base} is outside the credential's data classes."
-            )
-        try:
-            target_kind_check(op=change.op, kind=base.kind)
-        except UnforgetterError as exc:
-            raise _Rejection(Proposal.Reason.SCHEMA, exc.message) from None
-        wanted = State.OPEN if base.kind == Kind.THREAD else State.ACTIVE
-        if base.state != wanted:
-            raise _Rejection(
-                Proposal.Reason.CONFLICT,
-                f"{change.base} is {base.state} now: a newer decision came first. Re-read and propose again.",
-            )
-
-    if not provenance_present(evidence):
-        raise _Rejection(Proposal.Reason.PROVENANCE, "No evidence says what the change rests on.")
-    found = signals_find(text=proposal.text, evidence=evidence)
-    if found is not None:
-        where, signal = found
-        raise _Rejection(signal.kind, f"{where}: {signal.detail} ({signal.label})")
-    if proposal.content_digest in batch.rejected:
-        raise _Rejection(
-            Proposal.Reason.PREVIOUSLY_REJECTED, "The same change was proposed and rejected before."
-        )
-    return base
-
-
-def _source(proposal: Proposal) -> str:
-    """The published item's provenance source: the first evidence ref, else the proposal itself."""
-    for item in proposal.evidence:
-        if isinstance(item, dict) and str(item.get("ref") or "").strip():
-            return str(item["ref"]).strip()[:500]
-    return f"unforgetter:{proposal.ref}"
-
-
-_BASE_STATE_AFTER: dict[str, str] = {
-    Proposal.Op.UPDATE_FACT: State.SUPERSEDED,
-    Proposal.Op.CLOSE_THREAD: State.CLOSED,
-    Proposal.Op.REJECT: State.RETRACTED,
-}
-
-
-def _base_move(base: Fact, op: str) -> None:
-    """Supersede, close or retract the base item; _Rejection(conflict) if it moved on meanwhile.
-
-    A conditional update is the check, so a concurrent owner edit is never overwritten.
-    """
-    new_state: str = _BASE_STATE_AFTER[op]
-    moved = Fact.objects.filter(pk=base.pk, state=base.state).update(state=new_state)
-    if moved != 1:
-        raise _Rejection(Proposal.Reason.CONFLICT, f"{base.ref} changed meanwhile: a newer decision won.")
-    base.state = new_state
-
-
-def _new_item(proposal: Proposal, project: Project, base: Fact | None, now: datetime) -> Fact | None:
-    """The item a published add, update or new thread becomes (unsaved), or None."""
-    op = proposal.op
-    if op not in (Proposal.Op.ADD_FACT, Proposal.Op.OPEN_THREAD, Proposal.Op.UPDATE_FACT):
-        return None
-    kind = (
-        Kind.THREAD
-        if op == Proposal.Op.OPEN_THREAD
-        else (proposal.kind or (base.kind if base else Kind.FACT))
-    )
-    return Fact(
-        workspace_id=proposal.workspace_id,
-        project_id=proposal.project_id,
-        ref=new_ref(kind),
-        kind=kind,
-        text=proposal.text,
-        state=State.OPEN if op == Proposal.Op.OPEN_THREAD else State.ACTIVE,
-        data_class=base.data_class if base else project.data_class,
-        source=_source(proposal),
-        actor=proposal.actor,
-        # Taint never decreases: an update carries the worse of its proposal and the old version.
-        taint=max(proposal.taint, base.taint if base else Taint.CLEAN),
-        supersedes=base,
-        proposal=proposal,
-        created_at=now,
-    )
-
-
-@dataclass
-class _Decisions:
-    """A batch's outcomes, written in a few statements when the batch ends."""
-
-    published: list[Proposal] = field(default_factory=list)
-    awaiting: list[Proposal] = field(default_factory=list)
-    rejected: list[Proposal] = field(default_factory=list)
-    items: list[Fact] = field(default_factory=list)
-
-    def reject(self, proposal: Proposal, rejection: _Rejection, now: datetime) -> None:
-        proposal.status, proposal.reason = Proposal.Status.REJECTED, rejection.reason
-        proposal.reason_detail, proposal.decided_at = rejection.detail, now
-        self.rejected.append(proposal)
-
-    def write(self, now: datetime) -> None:
-        for status, group in (
-            (Proposal.Status.PUBLISHED, self.published),
-            (Proposal.Status.AWAITING_REVIEW, self.awaiting),
-        ):
-            if group:
-                Proposal.objects.filter(pk__in=[p.pk for p in group]).update(status=status, decided_at=now)
-        if self.rejected:
-            Proposal.objects.bulk_update(
-                self.rejected, ["status", "reason", "reason_detail", "decided_at"], batch_size=500
-            )
-        if self.items:
-            Fact.objects.bulk_create(self.items, batch_size=500)
-
-
-def _consolidate_one(
-    batch: _Batch, proposal: Proposal, decisions: _Decisions, report: ConsolidationReport, now: datetime
-) -> None:
-    try:
-        base = _validate(batch, proposal)
-        hold = proposal.status == Proposal.Status.QUARANTINED or batch.workspace.review_every_proposal
-        if hold:
-            decisions.awaiting.append(proposal)
-            report.awaiting_review += 1
-            return
-        if base is not None:
-            _base_move(base, proposal.op)
-    except _Rejection as rejection:
-        decisions.reject(proposal, rejection, now)
-        batch.rejected.add(proposal.content_digest)
-        report.rejected += 1
-        report.reasons[rejection.reason] = report.reasons.get(rejection.reason, 0) + 1
-        return
-    item = _new_item(proposal, batch.projects[proposal.project_id], base, now)
-    if item is not None:
-        decisions.items.append(item)
-    decisions.published.append(proposal)
-    batch.touched_projects.add(proposal.project_id)
-    report.published += 1
-
-
-def proposal_consolidate(
-    *, workspace_id: int, batch_size: int | None = None, wait: bool = False
-) -> ConsolidationReport:
-    """Consolidate one batch of a workspace's pending proposals, in seq order, exactly once.
-
-    The claim is the Watermark row, locked with SKIP LOCKED: another worker holding it means this
-    call does nothing (`busy`); with `wait`, it waits for that worker's batch to commit instead.
-    The batch's proposal rows are locked too, so an owner's review waits for the batch rather than
-    racing it. Effects, status changes, the watermark and the publication commit together; a
-    worker killed mid-batch leaves no trace and the next claim starts where it did.
-    """
-    size = batch_size or settings.UNFORGETTER["CONSOLIDATION_BATCH"]
-    report = ConsolidationReport()
-    Watermark.objects.get_or_create(workspace_id=workspace_id)
-    with transaction.atomic():
-        watermark = (
-            Watermark.objects.select_for_update(skip_locked=not wait)
-            .select_related("workspace")
-            .filter(workspace_id=workspace_id)
-            .first()
-        )
-        if watermark is None:
-            report.busy = True
-            return report
-        # Everything past the watermark has committed: seq is allocated under the workspace lock
-        # and committed before the next one is allocated, so no lower seq can appear later.
-        proposals = list(
-            Proposal.objects.select_for_update(of=("self",))
-            .filter(workspace_id=workspace_id, seq__gt=watermark.seq)
-            .order_by("seq")[:size]
-        )
-        if not proposals:
-            return report
-        now = timezone.now()
-        batch = _Batch(watermark.workspace, proposals)
-        decisions = _Decisions()
-        report.batches = 1
-        for proposal in proposals:
-            report.claimed += 1
-            if proposal.status not in Proposal.Status.pending():
-                report.skipped += 1  # decided by an owner before the consolidator reached it
-                continue
-            _consolidate_one(batch, proposal, decisions, report, now)
-        decisions.write(now)
-        watermark.seq = proposals[-1].seq
-        watermark.updated_at = now
-        watermark.save(update_fields=["seq", "updated_at"])
-        if report.published:
-            Project.objects.filter(pk__in=batch.touched_projects).update(updated_at=now)
-            publication_record(workspace=watermark.workspace, published_count=report.published, changed=True)
-    return report
-
-
-def consolidation_run(
-    *,
-    workspace_id: int,
-    batch_size: int | None = None,
-    max_batches: int | None = None,
-    wait: bool = False,
-) -> ConsolidationReport:
-    """Consolidate batches until nothing is pending, or another worker holds the workspace (with
-    `wait`: until nothing is pending, taking turns with other workers)."""
-    total = ConsolidationReport()
-    while max_batches is None or total.batches < max_batches:
-        report = proposal_consolidate(workspace_id=workspace_id, batch_size=batch_size, wait=wait)
-        total.add(report)
-        if report.busy or report.claimed == 0:
-            break
-    return total
-
-
-def workspaces_pending() -> list[int]:
-    """Workspaces with proposals the consolidator has not reached (a small partial index)."""
-    return list(
-        Proposal.objects.filter(status__in=Proposal.Status.pending())
-        .values_list("workspace_id", flat=True)
-        .distinct()
-        .order_by()
-    )
-
-
-# --- Review -------------------------------------------------------------------------------------
-
-
-def _reviewer_check(proposal: Proposal, reviewer: AbstractBaseUser) -> None:
-    if not Membership.objects.filter(workspace_id=proposal.workspace_id, user_id=reviewer.pk).exists():
-        raise ProposalStateError("Only the workspace's owners and reviewers may review its proposals.")
-
-
-@transaction.atomic
-def proposal_approve(*, proposal: Proposal, reviewer: AbstractBaseUser, note: str = "") -> Proposal:
-    """Publish a proposal that passed validation and waits for review. Its taint stays.
-
-    If the item it changes moved on meanwhile, newer decisions win: the proposal is rejected with
-    reason `conflict` instead (check `status` on the returned proposal).
-    """
-    _reviewer_check(proposal, reviewer)
-    locked = Proposal.objects.select_for_update().select_related("project").get(pk=proposal.pk)
-    if locked.status != Proposal.Status.AWAITING_REVIEW:
-        raise ProposalStateError(
-            "Only proposals awaiting review can be approved; "
-            f"this one is {locked.get_status_display().lower()}."
-        )
-    now = timezone.now()
-    base = None
-    base_ref = locked.supersedes or (
-        locked.target if locked.op in (Proposal.Op.CLOSE_THREAD, Proposal.Op.REJECT) else ""
-    )
-    outcome = Proposal.Status.PUBLISHED
-    reason = detail = ""
-    if base_ref:
-        base = Fact.objects.filter(workspace_id=locked.workspace_id, ref=base_ref).first()
-        wanted = State.OPEN if base is not None and base.kind == Kind.THREAD else State.ACTIVE
-        if base is None or base.state != wanted:
-            outcome, reason = Proposal.Status.REJECTED, Proposal.Reason.CONFLICT
-            detail = f"{base_ref} is no longer current: a newer decision came first."
-    if outcome == Proposal.Status.PUBLISHED:
-        try:
-            if base is not None:
-                _base_move(base, locked.op)
-            item = _new_item(locked, locked.project, base, now)
-            if item is not None:
-                item.save(force_insert=True)
-        except _Rejection as rejection:
-            outcome, reason, detail = Proposal.Status.REJECTED, rejection.reason, rejection.detail
-    locked.status, locked.reason, locked.reason_detail = outcome, reason, detail
-    locked.reviewer_id = reviewer.pk
-    locked.reviewed_at = now
-    locked.review_note = note
-    locked.save(update_fields=["status", "reason", "reason_detail", "reviewer", "reviewed_at", "review_note"])
-    if outcome == Proposal.Status.PUBLISHED:
-        Project.objects.filter(pk=locked.project_id).update(updated_at=now)
-        publication_record(workspace=locked.workspace, published_count=1, changed=True)
-    return locked
-
-
-@transaction.atomic
-def proposal_reject(*, proposal: Proposal, reviewer: AbstractBaseUser, note: str) -> Proposal:
-    """Reject a proposal that has not been published. It is kept, with the reviewer's reason."""
-    _reviewer_check(proposal, reviewer)
-    note = note.strip()
-    if not note:
-        raise InvalidRequest("Say why the proposal is rejected: the agent and later reviewers read it.")
-    locked = Proposal.objects.select_for_update().get(pk=proposal.pk)
-    if locked.status not in (*Proposal.Status.pending(), Proposal.Status.AWAITING_REVIEW):
-        raise ProposalStateError(
-            f"Only pending proposals can be rejected; this one is {locked.get_status_display().lower()}."
-        )
-    now = timezone.now()
-    locked.status = Proposal.Status.REJECTED
-    locked.reason = Proposal.Reason.REVIEWER
-    locked.reason_detail = note[:500]
-    locked.decided_at = locked.decided_at or now
-    locked.reviewer_id = reviewer.pk
-    locked.reviewed_at = now
-    locked.review_note = note
-    locked.save(
-        update_fields=[
-            "status",
-            "reason",
-            "reason_detail",
-            "decided_at",
-            "reviewer",
-            "reviewed_at",
-            "review_note",
-        ]
-    )
-    return locked
-
-
-__all__ = [
-    "ConsolidationReport",
-    "Submitted",
-    "consolidation_run",
-    "proposal_approve",
-    "proposal_consolidate",
-    "proposal_reject",
-    "proposal_submit",
-    "submitted_status",
-    "workspaces_pending",
-]

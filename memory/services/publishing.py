@@ -79,8 +79,10 @@ def publication_heartbeat(*, now: datetime | None = None) -> int:
     for pk, cadence, last in rows:
         if last is not None and now - last < cadence / 2:
             continue
-        workspace = Workspace(pk=pk)
-        publication = publication_record(workspace=workspace)
+        try:
+            publication = publication_record(workspace=Workspace(pk=pk))
+        except Workspace.DoesNotExist:
+            continue  # deleted since the query above
         published += 1
         Publication.objects.filter(
             workspace_id=pk, changed=False, compiled_at__lt=now - HEARTBEAT_RETENTION

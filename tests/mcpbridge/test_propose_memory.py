@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from django.conf import settings
+from django.test import override_settings
 
 from memory.models import Fact, Kind, Proposal, State, Taint
 from memory.services import consolidation_run, fact_create, proposal_approve
+from memory.worker import embedded_wait_idle
 from tests.conftest import Tenant
 from tests.mcp_client import MCPClient
 from workspaces.models import DataClass
@@ -439,12 +443,18 @@ def test_clean_proposal_citing_clean_items_stays_queued(tenant: Tenant, mcp_clie
     assert proposal(result["proposal_id"]).evidence[0]["cites"] == clean.ref
 
 
+@pytest.fixture
+def embedded_worker(live: object) -> Iterator[None]:
+    """The serving process's own consolidator, on (the product default; off elsewhere in tests)."""
+    with override_settings(UNFORGETTER={**settings.UNFORGETTER, "EMBEDDED_WORKER": True}):
+        yield
+    embedded_wait_idle()  # before the test database is flushed
+
+
 def test_embedded_worker_publishes_without_anyone_calling_the_consolidator(
-    tenant: Tenant, mcp_client: Client
+    tenant: Tenant, mcp_client: Client, embedded_worker: None
 ) -> None:
     """The product's default: the serving process consolidates by itself (make run)."""
-    import time
-
     token, _ = tenant.issue()
     client = mcp_client(token)
     result = client.ok("propose_memory", args("The on-call rotation changes on Mondays at 09:00."))
