@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from django.db import transaction
 
 from memory.models import Fact, Kind, Proposal, State
-from memory.services import fact_build, facts_bulk_create
+from memory.services import FactRow, fact_row, fact_rows_insert
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 
@@ -46,7 +46,7 @@ def _parse_date(value: Any, line: int) -> date | None:
         raise InvalidRequest(f"line {line}: date {value!r} is not an ISO date (YYYY-MM-DD).") from None
 
 
-def jsonl_items(stream: TextIO, *, project: Project, default_actor: str, source: str) -> Iterator[Fact]:
+def jsonl_items(stream: TextIO, *, project: Project, default_actor: str, source: str) -> Iterator[FactRow]:
     for number, raw in enumerate(stream, start=1):
         if not raw.strip():
             continue
@@ -67,7 +67,7 @@ def jsonl_items(stream: TextIO, *, project: Project, default_actor: str, source:
                 f"line {number}: ref {ref!r} must look like kind_abc123 (lowercase, digits)."
             )
         try:
-            yield fact_build(
+            yield fact_row(
                 project=project,
                 kind=item.get("kind", Kind.FACT),
                 text=item["text"],
@@ -103,24 +103,24 @@ def _kind_for_heading(heading: str) -> Kind:
     return Kind.FACT
 
 
-def markdown_items(stream: TextIO, *, project: Project, default_actor: str, source: str) -> Iterator[Fact]:
+def markdown_items(stream: TextIO, *, project: Project, default_actor: str, source: str) -> Iterator[FactRow]:
     """Bullets and paragraphs of CLAUDE.md/AGENTS.md-style notes; methods keep their whole section."""
     kind: Kind = Kind.FACT
     heading = ""
     block: list[str] = []
     method_lines: list[str] = []
 
-    def flush_block() -> Iterator[Fact]:
+    def flush_block() -> Iterator[FactRow]:
         text = " ".join(line.strip() for line in block).strip()
         block.clear()
         if text:
-            yield fact_build(project=project, kind=kind, text=text, actor=default_actor, source=source)
+            yield fact_row(project=project, kind=kind, text=text, actor=default_actor, source=source)
 
-    def flush_method() -> Iterator[Fact]:
+    def flush_method() -> Iterator[FactRow]:
         text = "\n".join(method_lines).strip()
         method_lines.clear()
         if text:
-            yield fact_build(
+            yield fact_row(
                 project=project,
                 kind=Kind.METHOD,
                 text=f"{heading}\n{text}",
@@ -155,8 +155,8 @@ def markdown_items(stream: TextIO, *, project: Project, default_actor: str, sour
     yield from flush_method()
 
 
-def _batches(items: Iterable[Fact], size: int) -> Iterator[list[Fact]]:
-    batch: list[Fact] = []
+def _batches(items: Iterable[FactRow], size: int) -> Iterator[list[FactRow]]:
+    batch: list[FactRow] = []
     for item in items:
         batch.append(item)
         if len(batch) >= size:
@@ -183,7 +183,7 @@ def memory_import(
     with path.open(encoding="utf-8") as stream:
         items = parsers[fmt](stream, project=project, default_actor=actor, source=path.name)
         for batch in _batches(items, BATCH_SIZE):
-            total += facts_bulk_create(project=project, facts=batch, batch_size=BATCH_SIZE)
+            total += fact_rows_insert(project=project, rows=batch)
             if progress:
                 progress(total)
     return ImportReport(imported=total, path=str(path))

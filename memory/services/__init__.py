@@ -11,7 +11,15 @@ from memory.services.consolidation import (
     proposal_consolidate,
     workspaces_pending,
 )
-from memory.services.facts import default_state, fact_build, fact_create, facts_bulk_create, project_touch
+from memory.services.facts import (
+    FactRow,
+    default_state,
+    fact_build,
+    fact_create,
+    fact_row,
+    fact_rows_insert,
+    project_touch,
+)
 from memory.services.owner_edits import fact_owner_create, fact_owner_edit
 from memory.services.proposals import Submitted, proposal_submit, submitted_status
 from memory.services.publishing import (
@@ -24,6 +32,7 @@ from memory.services.review import proposal_approve, proposal_reject
 
 __all__ = [
     "ConsolidationReport",
+    "FactRow",
     "Submitted",
     "consolidation_run",
     "context_request_record",
@@ -32,7 +41,8 @@ __all__ = [
     "fact_create",
     "fact_owner_create",
     "fact_owner_edit",
-    "facts_bulk_create",
+    "fact_row",
+    "fact_rows_insert",
     "project_touch",
     "proposal_approve",
     "proposal_consolidate",

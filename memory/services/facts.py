@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date
-from typing import Any
+from typing import Any, NamedTuple
 
+from django.db import connection as db
 from django.db import transaction
 from django.utils import timezone
 
-from memory.models import Fact, Kind, State, new_ref
+from memory.models import Fact, Kind, State, Taint, new_ref
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import DataClass, Project
 
@@ -17,7 +19,20 @@ def default_state(kind: str) -> str:
     return State.OPEN if kind == Kind.THREAD else State.ACTIVE
 
 
-def fact_build(
+class FactRow(NamedTuple):
+    """A validated item ready for bulk insertion, without the cost of a model instance."""
+
+    kind: str
+    text: str
+    state: str
+    data_class: str
+    source: str
+    source_date: date | None
+    actor: str
+    ref: str
+
+
+def fact_row(
     *,
     project: Project,
     kind: str,
@@ -28,8 +43,8 @@ def fact_build(
     source: str = "",
     source_date: date | None = None,
     ref: str | None = None,
-) -> Fact:
-    """A validated, unsaved Fact (bulk import saves many at once)."""
+) -> FactRow:
+    """Validate one item of `project`: kind, non-empty text, a state that fits the kind, a data class."""
     if kind not in Kind.values:
         raise InvalidRequest(f"Unknown kind {kind!r}; use one of {', '.join(Kind.values)}.")
     text = text.strip()
@@ -42,21 +57,20 @@ def fact_build(
     data_class = data_class or project.data_class
     if data_class not in DataClass.values:
         raise InvalidRequest(f"Unknown data class {data_class!r}.")
-    fact = Fact(
+    return FactRow(
+        kind, text, state, data_class, source[:500], source_date, actor[:150], ref or new_ref(kind)
+    )
+
+
+def fact_build(*, project: Project, **fields: Any) -> Fact:
+    """A validated, unsaved Fact."""
+    row = fact_row(project=project, **fields)
+    return Fact(
         workspace_id=project.workspace_id,
         project=project,
-        kind=kind,
-        text=text,
-        state=state,
-        data_class=data_class,
-        source=source[:500],
-        source_date=source_date,
-        actor=actor[:150],
         created_at=timezone.now(),
+        **row._asdict(),
     )
-    if ref:
-        fact.ref = ref
-    return fact
 
 
 @transaction.atomic
@@ -71,12 +85,26 @@ def project_touch(*, project: Project) -> None:
     Project.objects.filter(pk=project.pk).update(updated_at=timezone.now())
 
 
-def facts_bulk_create(*, project: Project, facts: list[Fact], batch_size: int = 2000) -> int:
-    """Insert many items in one transaction; refs are generated where missing."""
-    for fact in facts:
-        if not fact.ref:
-            fact.ref = new_ref(fact.kind)
-    with transaction.atomic():
-        Fact.objects.bulk_create(facts, batch_size=batch_size)
+# The workspace and project, then FactRow's fields in order, then taint and creation time.
+_ROW_COLUMNS = ("workspace_id", "project_id", *FactRow._fields, "taint", "created_at")
+
+
+def fact_rows_insert(*, project: Project, rows: Sequence[FactRow]) -> int:
+    """Insert validated rows in one statement stream: COPY on PostgreSQL, executemany on SQLite.
+
+    The bulk path of import (DESIGN: 10,000 items/s): no model instances, no per-row SQL. The
+    full-text index follows by itself (a generated column, or the FTS5 triggers).
+    """
+    now = timezone.now()
+    values = [(project.workspace_id, project.pk, *row, Taint.CLEAN, now) for row in rows]
+    columns = ", ".join(_ROW_COLUMNS)
+    with transaction.atomic(), db.cursor() as cursor:
+        if db.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY memory_fact ({columns}) FROM STDIN") as copy:
+                for value in values:
+                    copy.write_row(value)
+        else:
+            placeholders = ", ".join(["%s"] * len(_ROW_COLUMNS))
+            cursor.executemany(f"INSERT INTO memory_fact ({columns}) VALUES ({placeholders})", values)  # noqa: S608
         project_touch(project=project)
-    return len(facts)
+    return len(values)
