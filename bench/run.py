@@ -192,6 +192,9 @@ def child_env(database_url: str, public_url: str = "http://127.0.0.1:8000") -> d
             "DEBUG": "0",
             "LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",
+            # The write bench times one consolidator in its own process; the server's embedded
+            # one would race it for the same proposals.
+            "EMBEDDED_WORKER": "false",
         }
     )
     env.pop("UNFORGETTER_TESTING", None)
@@ -220,9 +223,10 @@ def database_ready(url: str, sizes: Sizes) -> bool:
     """Whether a database seeded earlier with exactly these sizes exists (for --keep)."""
     try:
         with psycopg.connect(url, connect_timeout=3) as conn:
+            # Only the seeded projects count: the write bench adds projects of its own.
             row = conn.execute(
                 "SELECT count(*) FROM memory_fact f JOIN workspaces_workspace w ON w.id = f.workspace_id "
-                "WHERE w.slug = %s",
+                "JOIN workspaces_project p ON p.id = f.project_id WHERE w.slug = %s AND p.slug LIKE 'p%%'",
                 [WORKSPACE],
             ).fetchone()
             return row is not None and row[0] == sizes.workspace_items
@@ -444,10 +448,13 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def write_rows(base_url: str, token: str, project: str) -> list[tuple[str, str, str]]:
+def write_rows(base_url: str, token: str, project: str, database_url: str) -> list[tuple[str, str, str]]:
     path = Path(__file__).with_name("write.py")
     if not path.exists():
         return []
+    # bench/write.py seeds and consolidates in this process, through Django on the server's database.
+    os.environ["DATABASE_URL"] = database_url
+    os.environ.setdefault("UNFORGETTER_TESTING", "1")
     spec = importlib.util.spec_from_file_location("bench_write", path)
     assert spec is not None
     assert spec.loader is not None
@@ -579,7 +586,7 @@ def main() -> None:
         else:
             rows.append(("import_memory items/s", "not measured (--keep)", ">= 10,000/s", None))
 
-        for metric, measured, budget in write_rows(server.url, token, project):
+        for metric, measured, budget in write_rows(server.url, token, project, url):
             rows.append((metric, measured, budget, None))
 
         rss, peak = server.rss_mb()

@@ -119,6 +119,10 @@ if not SECRET_KEY:
 
 # --- Cache ------------------------------------------------------------------------------------
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://unforgetter")}
+if CACHES["default"]["BACKEND"].endswith("LocMemCache"):
+    # Compiled bundles (about 10 KB each) are the main tenants: 2,000 keeps the recent tasks of
+    # many agents at about 20 MB per process (Django's default of 300 evicted them under load).
+    CACHES["default"].setdefault("OPTIONS", {}).setdefault("MAX_ENTRIES", 2000)
 
 # --- Auth, i18n, static ---------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
