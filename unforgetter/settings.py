@@ -241,7 +241,8 @@ CELERY_BEAT_SCHEDULE = {
     "publish-heartbeat": {
         "task": "memory.publish_heartbeat",
         "schedule": env.float("HEARTBEAT_TICK_SECONDS", default=5.0),
-    }
+    },
+    "prune-oauth-clients": {"task": "workspaces.prune_oauth_clients", "schedule": 24 * 3600.0},
 }
 
 # --- Unforgetter -------------------------------------------------------------------------------------
