@@ -146,6 +146,33 @@ def _resolve_zone(workspace: Workspace, zone: str | TrustZone) -> TrustZone:
     return found
 
 
+def _authority(
+    workspace: Workspace,
+    role: str,
+    zone: str | TrustZone,
+    data_classes: Iterable[str],
+    projects: Sequence[str] | None,
+) -> tuple[TrustZone, list[str], list[Project]]:
+    """Check what a credential is to carry: its role, zone, data classes and projects.
+
+    `projects=None` means every allowed project (an empty list is returned for it).
+    """
+    if role not in Connection.Role.values:
+        raise InvalidRequest(f"Unknown role {role!r}; use reader or contributor.")
+    trust_zone = _resolve_zone(workspace, zone)
+    classes = _check_data_classes(data_classes)
+    chosen_projects: list[Project] = []
+    if projects is not None:
+        slugs = list(dict.fromkeys(projects))
+        chosen_projects = list(Project.objects.filter(workspace=workspace, slug__in=slugs))
+        missing = sorted(set(slugs) - {p.slug for p in chosen_projects})
+        if missing:
+            raise InvalidRequest(f"No project {missing[0]!r} in {workspace.slug}.")
+        if not chosen_projects:
+            raise InvalidRequest("Grant at least one project, or all of them.")
+    return trust_zone, classes, chosen_projects
+
+
 def _expiry(zone: TrustZone, ttl: timedelta | None, now: datetime) -> datetime:
     lifetime = ttl or settings.UNFORGETTER["TOKEN_DEFAULT_TTL"]
     if zone.max_token_ttl is not None:
@@ -177,19 +204,7 @@ def token_issue(
     actor = actor.strip()
     if not actor:
         raise InvalidRequest("An actor name is required.")
-    if role not in Connection.Role.values:
-        raise InvalidRequest(f"Unknown role {role!r}; use reader or contributor.")
-    trust_zone = _resolve_zone(workspace, zone)
-    classes = _check_data_classes(data_classes)
-    chosen_projects: list[Project] = []
-    if projects is not None:
-        slugs = list(dict.fromkeys(projects))
-        chosen_projects = list(Project.objects.filter(workspace=workspace, slug__in=slugs))
-        missing = sorted(set(slugs) - {p.slug for p in chosen_projects})
-        if missing:
-            raise InvalidRequest(f"No project {missing[0]!r} in {workspace.slug}.")
-        if not chosen_projects:
-            raise InvalidRequest("Grant at least one project, or all of them.")
+    trust_zone, classes, chosen_projects = _authority(workspace, role, zone, data_classes, projects)
     now = timezone.now()
     raw = tokens.generate()
     connection = Connection.objects.create(
@@ -312,19 +327,7 @@ def oauth_connection_grant(
     """
     if not Membership.objects.filter(workspace=workspace, user=user, role=Membership.Role.OWNER).exists():
         raise NotFound("No such workspace.")
-    if role not in Connection.Role.values:
-        raise InvalidRequest(f"Unknown role {role!r}; use reader or contributor.")
-    trust_zone = _resolve_zone(workspace, zone)
-    classes = _check_data_classes(data_classes)
-    chosen_projects: list[Project] = []
-    if projects is not None:
-        slugs = list(dict.fromkeys(projects))
-        chosen_projects = list(Project.objects.filter(workspace=workspace, slug__in=slugs))
-        missing = sorted(set(slugs) - {p.slug for p in chosen_projects})
-        if missing:
-            raise InvalidRequest(f"No project {missing[0]!r} in {workspace.slug}.")
-        if not chosen_projects:
-            raise InvalidRequest("Grant at least one project, or all of them.")
+    trust_zone, classes, chosen_projects = _authority(workspace, role, zone, data_classes, projects)
     previous = Connection.objects.filter(
         kind=Connection.Kind.OAUTH, oauth_application=application, created_by=user, revoked_at__isnull=True
     )
