@@ -22,6 +22,7 @@ import importlib.util
 import json
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -444,6 +445,15 @@ def concurrent_rps(
     return sum(counts) / elapsed
 
 
+def meets(measured: str, budget: str) -> bool | None:
+    """Whether a figure such as "76/s" meets a budget such as ">= 300/s" (None if not comparable)."""
+    numbers = [re.search(r"[\d,]+(?:\.\d+)?", text) for text in (measured, budget)]
+    if not budget.startswith(">=") or not all(numbers):
+        return None
+    value, floor = (float(n.group().replace(",", "")) for n in numbers if n)
+    return value >= floor
+
+
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -587,7 +597,7 @@ def main() -> None:
             rows.append(("import_memory items/s", "not measured (--keep)", ">= 10,000/s", None))
 
         for metric, measured, budget in write_rows(server.url, token, project, url):
-            rows.append((metric, measured, budget, None))
+            rows.append((metric, measured, budget, meets(measured, budget)))
 
         rss, peak = server.rss_mb()
         rows.append(("server RSS after the run (1 worker)", f"{rss:.0f} MB", "<= 250 MB", rss <= 250))
