@@ -10,7 +10,6 @@ from __future__ import annotations
 from contextvars import ContextVar
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.utils import timezone
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -92,7 +91,3 @@ def require_scope(scope: str) -> None:
             message,
             action="Do not retry. Ask the workspace owner for a contributor connection.",
         )
-
-
-def resource_url() -> str:
-    return str(settings.MCP_RESOURCE_URL)

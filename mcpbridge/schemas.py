@@ -19,7 +19,6 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from memory.models import Kind
 from memory.validation import (
     MAX_EVIDENCE_ITEMS,
     MAX_EVIDENCE_REF,
@@ -204,9 +203,6 @@ class ProposeMemoryArgs(StrictModel):
         max_length=MAX_EVIDENCE_ITEMS,
         description=f"What the change is based on (1-{MAX_EVIDENCE_ITEMS} items).",
     )
-
-
-PROTECTED_KINDS = sorted(Kind.protected())
 
 
 def describe_validation_error(exc: ValidationError, *, limit: int = 5) -> str:

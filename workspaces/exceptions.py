@@ -58,6 +58,8 @@ class ProtectedTarget(UnforgetterError):
 
 
 class DuplicateRequest(UnforgetterError):
+    """Not raised: a replay is a success; its `as_dict()` is the warning the replay carries."""
+
     code = "duplicate_request"
     action = "Treat as success; the original result is returned."
     http_status = 200

@@ -11,8 +11,7 @@ from typing import NamedTuple
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import Q, QuerySet
-from django.utils import timezone
+from django.db.models import QuerySet
 
 from workspaces import tokens
 from workspaces.exceptions import ForbiddenScope, NotFound, UnknownProject
@@ -127,19 +126,6 @@ def workspace_for_user(user: User, slug: str) -> Workspace:
 
 def membership_for(user: User, workspace: Workspace) -> Membership | None:
     return Membership.objects.filter(user=user, workspace=workspace).first()
-
-
-def usable_connections(workspace: Workspace) -> QuerySet[Connection]:
-    return Connection.objects.filter(
-        workspace=workspace, revoked_at__isnull=True, expires_at__gt=timezone.now()
-    )
-
-
-def connections_matching(workspace: Workspace, *, include_revoked: bool = True) -> QuerySet[Connection]:
-    queryset = Connection.objects.filter(workspace=workspace).select_related("zone")
-    if not include_revoked:
-        queryset = queryset.filter(Q(revoked_at__isnull=True))
-    return queryset.prefetch_related("projects")
 
 
 def credential_refused(connection: Connection) -> bool:

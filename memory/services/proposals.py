@@ -38,7 +38,7 @@ from memory.validation import (
     content_digest,
     target_kind_check,
 )
-from workspaces.exceptions import ForbiddenScope, InvalidRequest, RateLimited
+from workspaces.exceptions import DuplicateRequest, ForbiddenScope, InvalidRequest, RateLimited
 from workspaces.models import Connection, Project, TrustZone, Workspace
 from workspaces.selectors import allowed_data_classes, project_for_agent
 
@@ -72,13 +72,7 @@ class Submitted:
                     " This call's change or evidence differs from the original and was NOT stored; "
                     "use a new request_id for a new proposal."
                 )
-            body["warnings"] = [
-                {
-                    "code": "duplicate_request",
-                    "message": message,
-                    "action": "Treat as success; the original result is returned.",
-                }
-            ]
+            body["warnings"] = [DuplicateRequest(message).as_dict()]
         return body
 
 
