@@ -50,7 +50,8 @@ INSTALLED_APPS = [
     "workspaces",
     "memory",
     "mcpbridge",
-    "review",
+    "api",
+    "console",
 ]
 
 MIDDLEWARE = [
@@ -154,7 +155,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "EXCEPTION_HANDLER": "memory.api.problem_exception_handler",
+    "EXCEPTION_HANDLER": "api.views.problem_exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from oauth2_provider.views import OAuthServerMetadataView
 
-from review.assets import static_asset
+from console.assets import static_asset
 from workspaces import views as workspace_views
 from workspaces.oauth_views import ProtectedResourceMetadataView
 
@@ -17,8 +17,8 @@ urlpatterns = [
         name="oauth-authorization-server",
     ),
     path("admin/", admin.site.urls),
-    path("api/v1/", include("memory.api_urls", namespace="api")),
-    path("console/", include("review.urls", namespace="review")),
+    path("api/v1/", include("api.urls", namespace="api")),
+    path("console/", include("console.urls", namespace="console")),
     re_path(r"^static/(?P<path>.*)$", static_asset, name="static"),
     path("oauth/", include("workspaces.oauth_urls", namespace="oauth2_provider")),
 ]

@@ -2,7 +2,7 @@
 
 - facts: owner and import writes of canonical items
 - publishing: publication cycles, heartbeats and context-bundle records
-- proposals, consolidation, review: the agent write path (submit; decide exactly once; owners)
+- proposals, consolidation, decisions: the agent write path (submit; decide exactly once; owners decide)
 """
 
 from memory.services.consolidation import (
@@ -28,7 +28,7 @@ from memory.services.publishing import (
     publication_heartbeat,
     publication_record,
 )
-from memory.services.review import proposal_approve, proposal_reject
+from memory.services.decisions import proposal_approve, proposal_reject
 
 __all__ = [
     "ConsolidationReport",

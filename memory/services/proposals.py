@@ -7,7 +7,7 @@ Invariants kept here and nowhere else:
   transaction that inserts the proposal, so seq order is commit order and the HMAC chain is a chain.
 - Taint is the maximum over the zone, the evidence and every cited item, and never decreases.
 
-Consolidation is in memory.services.consolidation, review in memory.services.review.
+Consolidation is in memory.services.consolidation, review in memory.services.decisions.
 """
 
 from __future__ import annotations

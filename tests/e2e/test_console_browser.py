@@ -25,7 +25,7 @@ from memory.models import Fact, Kind, Proposal
 from memory.services import fact_create
 from tests.conftest import LiveServer, Tenant, make_tenant
 from tests.mcp_client import MCPClient
-from tests.review.helpers import consolidate, make_proposal
+from tests.console.helpers import consolidate, make_proposal
 from workspaces.models import Project, Workspace
 
 CHROMIUM = Path("/usr/bin/chromium")

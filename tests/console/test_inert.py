@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.template import Context, Template
 
-from review.diff import word_diff
-from review.templatetags.inert import hazards_of, inert_html
+from console.diff import word_diff
+from console.templatetags.inert import hazards_of, inert_html
 
 
 def render(text: str) -> str:

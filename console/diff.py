@@ -7,7 +7,7 @@ import re
 
 from django.utils.safestring import SafeString, mark_safe
 
-from review.templatetags.inert import inert_html
+from console.templatetags.inert import inert_html
 
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
 # Beyond this many tokens a side, the diff is shown as removed-then-added blocks (difflib is

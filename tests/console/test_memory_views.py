@@ -9,7 +9,7 @@ from django.urls import reverse
 from memory.models import Fact, Kind, Proposal, Publication, State, Taint
 from memory.services import fact_create, fact_owner_edit, proposal_approve
 from tests.conftest import Tenant
-from tests.review.helpers import make_proposal
+from tests.console.helpers import make_proposal
 from workspaces.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ def owner(client: Client, tenant: Tenant) -> Client:
 
 def memory_url(**params: str) -> str:
     query = "&".join(f"{k}={v}" for k, v in params.items())
-    return reverse("review:memory", args=["acme"]) + (f"?{query}" if query else "")
+    return reverse("console:memory", args=["acme"]) + (f"?{query}" if query else "")
 
 
 def test_browser_filters_by_project_kind_state_and_searches(owner: Client, tenant: Tenant) -> None:
@@ -93,14 +93,14 @@ def test_item_page_shows_history_provenance_taint_and_the_proposal_that_made_it(
     )
     proposal_approve(proposal=proposal, reviewer=tenant.owner)
     newer = Fact.objects.get(proposal=proposal)
-    content = owner.get(reverse("review:item", args=["acme", newer.ref])).content.decode()
+    content = owner.get(reverse("console:item", args=["acme", newer.ref])).content.decode()
     assert original.ref in content
     assert "Staging rebuilds weekly." in content
     assert f"proposal #{proposal.seq}" in content
     assert "produced this" in content
     assert Taint(newer.taint).label in content
     assert "grok-bot@team" in content
-    old_page = owner.get(reverse("review:item", args=["acme", original.ref])).content.decode()
+    old_page = owner.get(reverse("console:item", args=["acme", original.ref])).content.decode()
     assert newer.ref in old_page
     assert "wiki/staging" in old_page
     assert "Superseded" in old_page
@@ -112,11 +112,11 @@ def test_owner_edits_a_protected_item_as_a_new_recorded_version(owner: Client, t
     )
     versions = Publication.objects.filter(workspace=tenant.workspace).count()
     response = owner.post(
-        reverse("review:memory_edit", args=["acme", policy.ref]),
+        reverse("console:memory_edit", args=["acme", policy.ref]),
         {"text": "Deploy on Tuesdays and Thursdays.", "source": "handbook/change-policy.md"},
     )
     new = Fact.objects.get(supersedes=policy)
-    assert response["Location"] == reverse("review:item", args=["acme", new.ref])
+    assert response["Location"] == reverse("console:item", args=["acme", new.ref])
     policy.refresh_from_db()
     assert policy.state == State.SUPERSEDED
     assert new.state == State.ACTIVE
@@ -137,7 +137,7 @@ def test_an_old_version_cannot_be_edited(owner: Client, tenant: Tenant) -> None:
     policy = fact_create(project=tenant.projects["platform"], kind=Kind.GOAL, text="Ship v1.", actor="o")
     fact_owner_edit(fact=policy, text="Ship v1 by June.", editor=tenant.owner)
     response = owner.post(
-        reverse("review:memory_edit", args=["acme", policy.ref]), {"text": "Ship v2."}, follow=True
+        reverse("console:memory_edit", args=["acme", policy.ref]), {"text": "Ship v2."}, follow=True
     )
     assert b"no longer current" in response.content
     assert Fact.objects.filter(supersedes=policy).count() == 1
@@ -145,16 +145,16 @@ def test_an_old_version_cannot_be_edited(owner: Client, tenant: Tenant) -> None:
 
 def test_unprotected_items_are_not_edited_here(owner: Client, tenant: Tenant) -> None:
     fact = fact_create(project=tenant.projects["platform"], kind=Kind.FACT, text="A fact.", actor="o")
-    assert b"Save new version" not in owner.get(reverse("review:item", args=["acme", fact.ref])).content
+    assert b"Save new version" not in owner.get(reverse("console:item", args=["acme", fact.ref])).content
     response = owner.post(
-        reverse("review:memory_edit", args=["acme", fact.ref]), {"text": "Edited."}, follow=True
+        reverse("console:memory_edit", args=["acme", fact.ref]), {"text": "Edited."}, follow=True
     )
     assert b"Only goals, policies, permissions and identities" in response.content
     assert not Fact.objects.filter(supersedes=fact).exists()
 
 
 def test_owner_adds_a_protected_item(owner: Client, tenant: Tenant) -> None:
-    url = reverse("review:memory_new", args=["acme"])
+    url = reverse("console:memory_new", args=["acme"])
     assert owner.get(url).status_code == 200
     response = owner.post(
         url,
@@ -166,7 +166,7 @@ def test_owner_adds_a_protected_item(owner: Client, tenant: Tenant) -> None:
         },
     )
     fact = Fact.objects.get(kind=Kind.IDENTITY)
-    assert response["Location"] == reverse("review:item", args=["acme", fact.ref])
+    assert response["Location"] == reverse("console:item", args=["acme", fact.ref])
     assert fact.edited_by == tenant.owner
     assert fact.data_class == tenant.projects["platform"].data_class
     bad = owner.post(url, {"project": "platform", "kind": "fact", "text": "x"})
@@ -181,7 +181,7 @@ def test_hostile_item_text_is_inert(owner: Client, tenant: Tenant) -> None:
         text="<script>x()</script>\u202e![a](http://e/?s)",
         actor="o",
     )
-    for url in (memory_url(), reverse("review:item", args=["acme", fact.ref])):
+    for url in (memory_url(), reverse("console:item", args=["acme", fact.ref])):
         content = owner.get(url).content.decode()
         assert "<script>x()" not in content
         assert "⟨U+202E⟩" in content

@@ -3,9 +3,9 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from review import views
+from console import views
 
-app_name = "review"
+app_name = "console"
 
 urlpatterns = [
     path(

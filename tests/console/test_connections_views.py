@@ -34,7 +34,7 @@ def issue(owner: Client, **fields: object) -> str:
         "ttl": "30d",
     }
     data.update(fields)
-    return owner.post(reverse("review:issue", args=["acme"]), data).content.decode()
+    return owner.post(reverse("console:issue", args=["acme"]), data).content.decode()
 
 
 def test_connections_list_every_credential_with_its_scope_and_dates(owner: Client, tenant: Tenant) -> None:
@@ -42,7 +42,7 @@ def test_connections_list_every_credential_with_its_scope_and_dates(owner: Clien
     _token, revoked = tenant.issue(actor="old@carol")
     revoked.revoked_at = revoked.created_at
     revoked.save(update_fields=["revoked_at"])
-    content = owner.get(reverse("review:connections", args=["acme"])).content.decode()
+    content = owner.get(reverse("console:connections", args=["acme"])).content.decode()
     for expected in (
         "cursor@bob",
         "Bob&#x27;s Cursor",
@@ -58,7 +58,7 @@ def test_connections_list_every_credential_with_its_scope_and_dates(owner: Clien
 
 def test_issuing_a_token_shows_it_once_with_client_snippets(owner: Client, tenant: Tenant) -> None:
     response = owner.post(
-        reverse("review:issue", args=["acme"]),
+        reverse("console:issue", args=["acme"]),
         {
             "actor": "claude-code@alice",
             "zone": TrustZone.objects.get(workspace=tenant.workspace, name="claude").pk,
@@ -84,8 +84,8 @@ def test_issuing_a_token_shows_it_once_with_client_snippets(owner: Client, tenan
     assert 'data-copy="#token"' in content
     # Shown once: no other page ever carries it.
     for url in (
-        reverse("review:connections", args=["acme"]),
-        reverse("review:connection", args=["acme", connection.pk]),
+        reverse("console:connections", args=["acme"]),
+        reverse("console:connection", args=["acme", connection.pk]),
     ):
         assert token.group(1) not in owner.get(url).content.decode()
     assert AuditEvent.objects.filter(action=AuditEvent.Action.TOKEN_ISSUED, user=tenant.owner).exists()
@@ -118,7 +118,7 @@ def test_issue_for_chosen_projects(owner: Client) -> None:
 def test_revoking_proves_the_verifier_refuses_the_credential(owner: Client, tenant: Tenant) -> None:
     token, connection = tenant.issue(actor="grok@bot", zone="grok-bot", ttl=timedelta(hours=1))
     assert authenticate(token) is not None
-    response = owner.post(reverse("review:revoke", args=["acme", connection.pk]), follow=True)
+    response = owner.post(reverse("console:revoke", args=["acme", connection.pk]), follow=True)
     content = response.content.decode()
     assert "Verified: the MCP endpoint now refuses this credential (HTTP 401)." in content
     assert authenticate(token) is None
@@ -130,11 +130,11 @@ def test_revoking_with_the_pasted_token_runs_it_through_the_real_verifier(
     owner: Client, tenant: Tenant
 ) -> None:
     token, connection = tenant.issue()
-    url = reverse("review:revoke", args=["acme", connection.pk])
+    url = reverse("console:revoke", args=["acme", connection.pk])
     content = owner.post(url, {"token": token}, follow=True).content.decode()
     assert "Tested the pasted token with the MCP endpoint&#x27;s verifier: refused." in content
     other_token, _other = tenant.issue(actor="someone-else")
-    verify = reverse("review:verify", args=["acme", connection.pk])
+    verify = reverse("console:verify", args=["acme", connection.pk])
     content = owner.post(verify, {"token": other_token}, follow=True).content.decode()
     assert "not this connection&#x27;s credential; nothing was tested" in content
     assert authenticate(other_token) is not None
@@ -142,7 +142,7 @@ def test_revoking_with_the_pasted_token_runs_it_through_the_real_verifier(
 
 def test_a_live_credential_is_not_claimed_refused(owner: Client, tenant: Tenant) -> None:
     _token, connection = tenant.issue()
-    content = owner.get(reverse("review:connection", args=["acme", connection.pk])).content.decode()
+    content = owner.get(reverse("console:connection", args=["acme", connection.pk])).content.decode()
     assert "Verified" not in content
     assert not credential_refused(connection)
     assert "Revoke this credential" in content
@@ -170,12 +170,12 @@ def test_oauth_connections_are_listed_by_kind_and_revoked_with_proof(owner: Clie
         created_by=tenant.owner,
         expires_at=template.expires_at,
     )
-    content = owner.get(reverse("review:connections", args=["acme"])).content.decode()
+    content = owner.get(reverse("console:connections", args=["acme"])).content.decode()
     assert "claude-code@oauth" in content
     assert "OAuth" in content
     oauth = Connection.objects.get(kind=Connection.Kind.OAUTH)
     assert not credential_refused(oauth)
-    page = owner.post(reverse("review:revoke", args=["acme", oauth.pk]), follow=True).content.decode()
+    page = owner.post(reverse("console:revoke", args=["acme", oauth.pk]), follow=True).content.decode()
     assert "Verified: the MCP endpoint now refuses this credential (HTTP 401)." in page
     assert "OAuth access and refresh tokens were revoked with it" in page
     assert credential_refused(oauth)
@@ -183,7 +183,7 @@ def test_oauth_connections_are_listed_by_kind_and_revoked_with_proof(owner: Clie
 
 def test_owner_edits_a_trust_zone(owner: Client, tenant: Tenant) -> None:
     zone = TrustZone.objects.get(workspace=tenant.workspace, name="cursor")
-    url = reverse("review:zone_edit", args=["acme", zone.pk])
+    url = reverse("console:zone_edit", args=["acme", zone.pk])
     owner.post(url, {f"z{zone.pk}-trust": "low", f"z{zone.pk}-max_token_ttl": "12h"})
     zone.refresh_from_db()
     assert zone.trust == "low"
@@ -196,6 +196,6 @@ def test_owner_edits_a_trust_zone(owner: Client, tenant: Tenant) -> None:
     zone.refresh_from_db()
     assert zone.trust == "high"
     assert AuditEvent.objects.filter(action=AuditEvent.Action.ZONE_EDIT).count() == 2
-    page = owner.get(reverse("review:zones", args=["acme"])).content.decode()
+    page = owner.get(reverse("console:zones", args=["acme"])).content.decode()
     assert "grok-bot" in page
     assert 'value="1d"' in page

@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 
 
-class ReviewConfig(AppConfig):
-    name = "review"
+class ConsoleConfig(AppConfig):
+    name = "console"
     default_auto_field = "django.db.models.BigAutoField"

@@ -9,7 +9,7 @@ from django.test import Client
 from memory.models import Fact, Kind, Proposal
 from memory.services import fact_create
 from tests.conftest import Tenant
-from tests.review.helpers import make_proposal
+from tests.console.helpers import make_proposal
 from workspaces.models import AuditEvent, Connection
 from workspaces.services import membership_add
 

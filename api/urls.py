@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 
-from memory import api
+from api import views as api
 
 app_name = "api"
 

@@ -1,6 +1,6 @@
 """The review queue and proposal pages: filters, the diff, evidence, approve, reject, bulk.
 
-Every proposal here is made through the real write path (see tests.review.helpers): submitted
+Every proposal here is made through the real write path (see tests.console.helpers): submitted
 by an agent's credential, consolidated by the real consolidator, decided by the real services.
 """
 
@@ -15,7 +15,7 @@ from django.urls import reverse
 from memory.models import Fact, Kind, Proposal, Publication, State, Taint
 from memory.services import fact_create
 from tests.conftest import Tenant
-from tests.review.helpers import TRUSTED_EVIDENCE, consolidate, make_proposal
+from tests.console.helpers import TRUSTED_EVIDENCE, consolidate, make_proposal
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Workspace
 
@@ -35,11 +35,11 @@ def owner(client: Client, tenant: Tenant) -> Client:
 
 def queue_url(**params: str) -> str:
     query = "&".join(f"{k}={v}" for k, v in params.items())
-    return reverse("review:queue", args=["acme"]) + (f"?{query}" if query else "")
+    return reverse("console:queue", args=["acme"]) + (f"?{query}" if query else "")
 
 
 def page_of(owner: Client, proposal: Proposal) -> str:
-    return owner.get(reverse("review:proposal", args=["acme", proposal.seq])).content.decode()
+    return owner.get(reverse("console:proposal", args=["acme", proposal.seq])).content.decode()
 
 
 def clean(text: str, **kwargs: Any) -> dict[str, Any]:
@@ -111,7 +111,7 @@ def test_hostile_proposal_text_is_inert_everywhere_it_is_shown(owner: Client, te
             {"ref": "javascript:alert(1)", "trust": "untrusted"},
         ],
     )
-    for url in (queue_url(), reverse("review:proposal", args=["acme", proposal.seq])):
+    for url in (queue_url(), reverse("console:proposal", args=["acme", proposal.seq])):
         content = owner.get(url).content.decode()
         assert "<script>alert" not in content
         assert "<img src=x" not in content
@@ -209,7 +209,7 @@ def test_approving_after_the_item_moved_on_records_a_conflict_and_publishes_noth
     assert 'id="moved-on"' in content
     assert "superseded now" in content
     assert successor.ref in content
-    response = owner.post(reverse("review:approve", args=["acme", held.seq]), follow=True)
+    response = owner.post(reverse("console:approve", args=["acme", held.seq]), follow=True)
     held.refresh_from_db()
     assert held.status == Proposal.Status.REJECTED
     assert held.reason == Proposal.Reason.CONFLICT
@@ -229,9 +229,9 @@ def test_approve_publishes_the_change_and_keeps_its_taint(owner: Client, tenant:
         status=Proposal.Status.AWAITING_REVIEW,
     )
     versions = Publication.objects.filter(workspace=tenant.workspace).count()
-    response = owner.post(reverse("review:approve", args=["acme", proposal.seq]), {"note": "checked"})
+    response = owner.post(reverse("console:approve", args=["acme", proposal.seq]), {"note": "checked"})
     assert response.status_code == 302
-    assert response["Location"] == reverse("review:proposal", args=["acme", proposal.seq])
+    assert response["Location"] == reverse("console:proposal", args=["acme", proposal.seq])
     proposal.refresh_from_db()
     assert proposal.status == Proposal.Status.PUBLISHED
     assert proposal.reviewer == tenant.owner
@@ -243,7 +243,7 @@ def test_approve_publishes_the_change_and_keeps_its_taint(owner: Client, tenant:
     page = owner.get(response["Location"]).content.decode()
     assert f"Approved #{proposal.seq}: it is published" in page
     assert fact.ref in page
-    assert fact.ref in owner.get(reverse("review:memory", args=["acme"])).content.decode()
+    assert fact.ref in owner.get(reverse("console:memory", args=["acme"])).content.decode()
 
 
 def test_a_proposal_being_validated_cannot_be_approved_until_the_consolidator_passes_it(
@@ -255,7 +255,7 @@ def test_a_proposal_being_validated_cannot_be_approved_until_the_consolidator_pa
     assert "being validated" in content
     assert 'id="approve"' not in content
     assert 'id="reject"' in content  # rejecting needs no validation
-    response = owner.post(reverse("review:approve", args=["acme", proposal.seq]), follow=True)
+    response = owner.post(reverse("console:approve", args=["acme", proposal.seq]), follow=True)
     proposal.refresh_from_db()
     assert proposal.status == Proposal.Status.QUARANTINED
     assert proposal.reviewer is None
@@ -270,7 +270,7 @@ def test_a_proposal_being_validated_cannot_be_approved_until_the_consolidator_pa
 @pytest.mark.parametrize("status", [Proposal.Status.QUARANTINED, Proposal.Status.AWAITING_REVIEW])
 def test_reject_needs_a_reason_and_records_it(owner: Client, tenant: Tenant, status: str) -> None:
     proposal = make_proposal(tenant.projects["platform"], status=status)
-    url = reverse("review:reject", args=["acme", proposal.seq])
+    url = reverse("console:reject", args=["acme", proposal.seq])
     owner.post(url, {"note": "   "})
     proposal.refresh_from_db()
     assert proposal.status == status
@@ -285,14 +285,14 @@ def test_reject_needs_a_reason_and_records_it(owner: Client, tenant: Tenant, sta
 
 def test_a_decided_proposal_cannot_be_decided_again(owner: Client, tenant: Tenant) -> None:
     proposal = make_proposal(tenant.projects["platform"], status=Proposal.Status.REJECTED)
-    response = owner.post(reverse("review:approve", args=["acme", proposal.seq]), follow=True)
+    response = owner.post(reverse("console:approve", args=["acme", proposal.seq]), follow=True)
     assert response.status_code == 200
     proposal.refresh_from_db()
     assert proposal.status == Proposal.Status.REJECTED
     assert not Fact.objects.filter(proposal=proposal).exists()
     assert b"Only proposals awaiting review can be approved; this one is rejected." in response.content
     assert b"Approve and publish" not in response.content
-    owner.post(reverse("review:reject", args=["acme", proposal.seq]), {"note": "again"})
+    owner.post(reverse("console:reject", args=["acme", proposal.seq]), {"note": "again"})
     proposal.refresh_from_db()
     assert proposal.review_note == "Not supported by the evidence."
 
@@ -320,7 +320,7 @@ def test_bulk_decisions_report_each_outcome(owner: Client, tenant: Tenant) -> No
         ),
     )
     validating = make_proposal(platform, text="item 4")
-    url = reverse("review:bulk", args=["acme"])
+    url = reverse("console:bulk", args=["acme"])
     owner.post(url, {"action": "reject", "seqs": [a.seq, b.seq], "note": ""})
     assert not Proposal.objects.filter(reviewer__isnull=False).exists()  # a reason is required
     response = owner.post(
@@ -378,7 +378,7 @@ def test_retraction_and_close_pages_show_the_current_item_and_what_approval_did(
     assert "Why are builds slow?" in page
     facts_before = Fact.objects.count()
     for proposal in (close, retract):
-        owner.post(reverse("review:approve", args=["acme", proposal.seq]))
+        owner.post(reverse("console:approve", args=["acme", proposal.seq]))
         proposal.refresh_from_db()
         assert proposal.status == Proposal.Status.PUBLISHED
     thread.refresh_from_db()

@@ -28,9 +28,9 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
 from memory.models import Proposal
-from review import selectors
-from review.diff import word_diff
-from review.forms import (
+from console import selectors
+from console.diff import word_diff
+from console.forms import (
     ApproveForm,
     AuditFilterForm,
     BulkReviewForm,
@@ -87,7 +87,7 @@ class Console:
         return Proposal.objects.filter(workspace=self.workspace, status__in=selectors.REVIEW_STATUSES).count()
 
     def url(self, name: str, *args: Any) -> str:
-        return reverse(f"review:{name}", args=[self.workspace.slug, *args])
+        return reverse(f"console:{name}", args=[self.workspace.slug, *args])
 
 
 View = Callable[..., HttpResponse]
@@ -119,7 +119,7 @@ def console_view(*, methods: tuple[str, ...] = ("GET",), owner_only: bool = Fals
 
 
 def _render(request: HttpRequest, console: Console, template: str, context: dict[str, Any]) -> HttpResponse:
-    return render(request, f"review/{template}", {"console": console, **context})
+    return render(request, f"console/{template}", {"console": console, **context})
 
 
 def _service_error(request: HttpRequest, exc: UnforgetterError) -> None:
@@ -135,8 +135,8 @@ def _service_error(request: HttpRequest, exc: UnforgetterError) -> None:
 def home(request: HttpRequest) -> HttpResponse:
     workspaces = list(workspaces_for_user(cast(User, request.user)).order_by("slug"))
     if len(workspaces) == 1:
-        return redirect("review:overview", workspaces[0].slug)
-    return render(request, "review/home.html", {"workspaces": workspaces})
+        return redirect("console:overview", workspaces[0].slug)
+    return render(request, "console/home.html", {"workspaces": workspaces})
 
 
 @console_view()
@@ -220,7 +220,7 @@ def review_bulk(request: HttpRequest, console: Console) -> HttpResponse:
         for errors in form.errors.values():
             for error in errors:
                 messages.error(request, str(error))
-        return redirect("review:queue", console.workspace.slug)
+        return redirect("console:queue", console.workspace.slug)
     approve = form.cleaned_data["action"] == "approve"
     note = form.cleaned_data["note"]
     outcomes = Outcomes()
@@ -242,7 +242,7 @@ def review_bulk(request: HttpRequest, console: Console) -> HttpResponse:
         else:
             outcomes.done.append(seq)
     outcomes.report(request, approve)
-    return redirect("review:queue", console.workspace.slug)
+    return redirect("console:queue", console.workspace.slug)
 
 
 @console_view()
@@ -306,7 +306,7 @@ def proposal_approve_view(request: HttpRequest, console: Console, seq: int) -> H
                     request,
                     f"#{seq} was not published: it became a conflict. {decided.reason_detail}",
                 )
-    return redirect("review:proposal", console.workspace.slug, seq)
+    return redirect("console:proposal", console.workspace.slug, seq)
 
 
 @console_view(methods=("POST",))
@@ -323,7 +323,7 @@ def proposal_reject_view(request: HttpRequest, console: Console, seq: int) -> Ht
             messages.success(request, f"Rejected #{seq}.")
         except UnforgetterError as exc:
             _service_error(request, exc)
-    return redirect("review:proposal", console.workspace.slug, seq)
+    return redirect("console:proposal", console.workspace.slug, seq)
 
 
 # --- Connections ----------------------------------------------------------------------------------
@@ -416,7 +416,7 @@ def connection_revoke_view(request: HttpRequest, console: Console, pk: int) -> H
     messages.success(request, f"Revoked the credential of {connection.actor}.")
     if raw:
         _paste_proof(request, connection, raw)
-    return redirect("review:connection", console.workspace.slug, pk)
+    return redirect("console:connection", console.workspace.slug, pk)
 
 
 @console_view(methods=("POST",), owner_only=True)
@@ -428,7 +428,7 @@ def connection_verify(request: HttpRequest, console: Console, pk: int) -> HttpRe
         _paste_proof(request, connection, raw)
     else:
         messages.error(request, "Paste the token to test it.")
-    return redirect("review:connection", console.workspace.slug, pk)
+    return redirect("console:connection", console.workspace.slug, pk)
 
 
 @console_view()
@@ -469,7 +469,7 @@ def zone_edit(request: HttpRequest, console: Console, pk: int) -> HttpResponse:
         for errors in form.errors.values():
             for error in errors:
                 messages.error(request, f"{zone.name}: {error}")
-    return redirect("review:zones", console.workspace.slug)
+    return redirect("console:zones", console.workspace.slug)
 
 
 # --- Memory -----------------------------------------------------------------------------------------
@@ -514,16 +514,16 @@ def memory_edit(request: HttpRequest, console: Console, ref: str) -> HttpRespons
     form = OwnerEditForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Give the item's text (at most 8,000 characters).")
-        return redirect("review:item", console.workspace.slug, ref)
+        return redirect("console:item", console.workspace.slug, ref)
     try:
         new = fact_owner_edit(
             fact=fact, text=form.cleaned_data["text"], source=form.cleaned_data["source"], editor=console.user
         )
     except UnforgetterError as exc:
         _service_error(request, exc)
-        return redirect("review:item", console.workspace.slug, ref)
+        return redirect("console:item", console.workspace.slug, ref)
     messages.success(request, f"Saved a new version ({new.ref}); {ref} is kept in its history.")
-    return redirect("review:item", console.workspace.slug, new.ref)
+    return redirect("console:item", console.workspace.slug, new.ref)
 
 
 @console_view(methods=("GET", "POST"), owner_only=True)
@@ -550,7 +550,7 @@ def memory_new(request: HttpRequest, console: Console) -> HttpResponse:
             form.add_error(None, exc.message)
         else:
             messages.success(request, f"Added {fact.ref}.")
-            return redirect("review:item", console.workspace.slug, fact.ref)
+            return redirect("console:item", console.workspace.slug, fact.ref)
     return _render(request, console, "memory_new.html", {"form": form, "restricted": DataClass.RESTRICTED})
 
 

@@ -13,7 +13,7 @@ from memory.models import Fact, Kind, Proposal
 from memory.services import fact_create
 from tests.conftest import Tenant
 from tests.factories import UserFactory
-from tests.review.helpers import make_proposal
+from tests.console.helpers import make_proposal
 from workspaces.models import AuditEvent, Membership, TrustZone
 from workspaces.services import membership_add
 
@@ -31,25 +31,25 @@ def scoped_urls(tenant: Tenant) -> dict[str, str]:
     zone = TrustZone.objects.filter(workspace=tenant.workspace).first()
     assert zone is not None
     return {
-        "overview": reverse("review:overview", args=[slug]),
-        "queue": reverse("review:queue", args=[slug]),
-        "proposal": reverse("review:proposal", args=[slug, proposal.seq]),
-        "connections": reverse("review:connections", args=[slug]),
-        "connection": reverse("review:connection", args=[slug, connection.pk]),
-        "issue": reverse("review:issue", args=[slug]),
-        "zones": reverse("review:zones", args=[slug]),
-        "memory": reverse("review:memory", args=[slug]),
-        "item": reverse("review:item", args=[slug, fact.ref]),
-        "memory_new": reverse("review:memory_new", args=[slug]),
-        "audit": reverse("review:audit", args=[slug]),
+        "overview": reverse("console:overview", args=[slug]),
+        "queue": reverse("console:queue", args=[slug]),
+        "proposal": reverse("console:proposal", args=[slug, proposal.seq]),
+        "connections": reverse("console:connections", args=[slug]),
+        "connection": reverse("console:connection", args=[slug, connection.pk]),
+        "issue": reverse("console:issue", args=[slug]),
+        "zones": reverse("console:zones", args=[slug]),
+        "memory": reverse("console:memory", args=[slug]),
+        "item": reverse("console:item", args=[slug, fact.ref]),
+        "memory_new": reverse("console:memory_new", args=[slug]),
+        "audit": reverse("console:audit", args=[slug]),
         # POST-only actions
-        "approve": reverse("review:approve", args=[slug, proposal.seq]),
-        "reject": reverse("review:reject", args=[slug, proposal.seq]),
-        "bulk": reverse("review:bulk", args=[slug]),
-        "revoke": reverse("review:revoke", args=[slug, connection.pk]),
-        "verify": reverse("review:verify", args=[slug, connection.pk]),
-        "zone_edit": reverse("review:zone_edit", args=[slug, zone.pk]),
-        "memory_edit": reverse("review:memory_edit", args=[slug, fact.ref]),
+        "approve": reverse("console:approve", args=[slug, proposal.seq]),
+        "reject": reverse("console:reject", args=[slug, proposal.seq]),
+        "bulk": reverse("console:bulk", args=[slug]),
+        "revoke": reverse("console:revoke", args=[slug, connection.pk]),
+        "verify": reverse("console:verify", args=[slug, connection.pk]),
+        "zone_edit": reverse("console:zone_edit", args=[slug, zone.pk]),
+        "memory_edit": reverse("console:memory_edit", args=[slug, fact.ref]),
     }
 
 
@@ -73,7 +73,7 @@ def test_sign_in_page_signs_in_and_lands_on_the_only_workspace(client: Client, t
     assert response.status_code == 302
     home = client.get(response["Location"])
     assert home.status_code == 302
-    assert home["Location"] == reverse("review:overview", args=[tenant.workspace.slug])
+    assert home["Location"] == reverse("console:overview", args=[tenant.workspace.slug])
 
 
 def test_wrong_password_is_refused_with_a_message(client: Client, tenant: Tenant) -> None:
@@ -85,7 +85,7 @@ def test_wrong_password_is_refused_with_a_message(client: Client, tenant: Tenant
 def test_sign_out_is_a_post(client: Client, tenant: Tenant) -> None:
     client.force_login(tenant.owner)
     assert client.post("/console/logout/").status_code == 302
-    assert client.get(reverse("review:queue", args=["acme"])).status_code == 302
+    assert client.get(reverse("console:queue", args=["acme"])).status_code == 302
 
 
 def test_home_lists_every_workspace_of_a_member_of_several(
@@ -144,7 +144,7 @@ def test_bulk_review_ignores_sequence_numbers_of_another_workspace(
     theirs_2 = make_proposal(other_tenant.projects["platform"])
     client.force_login(tenant.owner)
     client.post(
-        reverse("review:bulk", args=["acme"]), {"action": "approve", "seqs": [theirs_2.seq], "note": ""}
+        reverse("console:bulk", args=["acme"]), {"action": "approve", "seqs": [theirs_2.seq], "note": ""}
     )
     theirs_2.refresh_from_db()
     theirs.refresh_from_db()
@@ -223,7 +223,7 @@ def test_a_user_without_workspaces_is_told_so(client: Client, tenant: Tenant) ->
     response = client.get("/console/")
     assert response.status_code == 200
     assert b"not a member of any workspace" in response.content
-    assert client.get(reverse("review:overview", args=["acme"])).status_code == 404
+    assert client.get(reverse("console:overview", args=["acme"])).status_code == 404
 
 
 def test_out_of_range_and_malformed_ids_are_404_not_500(client: Client, tenant: Tenant) -> None:
@@ -244,5 +244,5 @@ def test_out_of_range_and_malformed_ids_are_404_not_500(client: Client, tenant: 
     ):
         assert client.get(url).status_code == 200, url
     assert client.post(f"/console/w/acme/zones/{huge}/", {}).status_code == 404
-    bulk = client.post(reverse("review:bulk", args=["acme"]), {"action": "approve", "seqs": ["x", huge]})
+    bulk = client.post(reverse("console:bulk", args=["acme"]), {"action": "approve", "seqs": ["x", huge]})
     assert bulk.status_code == 302

@@ -10,7 +10,7 @@ from pytest_django import DjangoAssertNumQueries
 from memory.models import ContextRequest, Kind, Proposal
 from memory.services import fact_create, fact_owner_edit, proposal_reject
 from tests.conftest import Tenant
-from tests.review.helpers import TRUSTED_EVIDENCE, make_proposal
+from tests.console.helpers import TRUSTED_EVIDENCE, make_proposal
 from workspaces.services import connection_revoke
 
 pytestmark = pytest.mark.django_db
@@ -43,7 +43,7 @@ def test_overview_counts_items_by_kind_review_backlog_and_freshness(owner: Clien
     # First: reaching awaiting_review runs the consolidator over everything pending at that moment.
     make_proposal(tenant.projects["handbook"], status=Proposal.Status.AWAITING_REVIEW)
     populate(tenant, 3)
-    response = owner.get(reverse("review:overview", args=["acme"]))
+    response = owner.get(reverse("console:overview", args=["acme"]))
     summary = response.context["summary"]
     by_slug = {s.project.slug: s for s in summary.projects}
     assert by_slug["platform"].counts == {"fact": 2, "decision": 1}
@@ -65,7 +65,7 @@ def test_overview_query_count_does_not_grow_with_the_workspace(
     # publication, last change, live connections; the timeline: context requests, proposals,
     # reviews, audit events.
     with django_assert_num_queries(14):
-        assert owner.get(reverse("review:overview", args=["acme"])).status_code == 200
+        assert owner.get(reverse("console:overview", args=["acme"])).status_code == 200
 
 
 @pytest.mark.parametrize("size", [1, 8])
@@ -76,7 +76,7 @@ def test_review_queue_query_count_is_fixed(
     # session, user, workspace, membership; filter choices (zones, projects); count, page; the
     # navigation badge.
     with django_assert_num_queries(9):
-        assert owner.get(reverse("review:queue", args=["acme"])).status_code == 200
+        assert owner.get(reverse("console:queue", args=["acme"])).status_code == 200
 
 
 def test_audit_log_shows_every_kind_of_event_with_its_actor(owner: Client, tenant: Tenant) -> None:
@@ -95,7 +95,7 @@ def test_audit_log_shows_every_kind_of_event_with_its_actor(owner: Client, tenan
     policy = fact_create(project=tenant.projects["platform"], kind=Kind.POLICY, text="P1", actor="o")
     fact_owner_edit(fact=policy, text="P2", editor=tenant.owner)
     connection_revoke(connection=connection, revoked_by=tenant.owner)
-    content = owner.get(reverse("review:audit", args=["acme"])).content.decode()
+    content = owner.get(reverse("console:audit", args=["acme"])).content.decode()
     for label in (
         "Context requested",
         "Proposal submitted",
@@ -108,10 +108,10 @@ def test_audit_log_shows_every_kind_of_event_with_its_actor(owner: Client, tenan
     assert "fix the deploy script" in content
     assert "grok@bot" in content
     assert "Unsupported." in content
-    only_reviews = owner.get(reverse("review:audit", args=["acme"]) + "?action=review").content.decode()
+    only_reviews = owner.get(reverse("console:audit", args=["acme"]) + "?action=review").content.decode()
     assert "Proposal reviewed" in only_reviews
     assert 'class="tag action">Context requested<' not in only_reviews
-    by_actor = owner.get(reverse("review:audit", args=["acme"]) + "?actor=alice").content.decode()
+    by_actor = owner.get(reverse("console:audit", args=["acme"]) + "?actor=alice").content.decode()
     assert "fix the deploy script" in by_actor
     assert "grok@bot" not in by_actor
 
@@ -119,11 +119,11 @@ def test_audit_log_shows_every_kind_of_event_with_its_actor(owner: Client, tenan
 def test_audit_log_pages_back_in_time(owner: Client, tenant: Tenant) -> None:
     for _ in range(55):
         make_proposal(tenant.projects["platform"])
-    first = owner.get(reverse("review:audit", args=["acme"]) + "?action=proposal")
+    first = owner.get(reverse("console:audit", args=["acme"]) + "?action=proposal")
     assert len(first.context["entries"]) == 50
     assert first.context["older"]
-    second = owner.get(reverse("review:audit", args=["acme"]) + "?" + first.context["older"])
+    second = owner.get(reverse("console:audit", args=["acme"]) + "?" + first.context["older"])
     assert len(second.context["entries"]) == 5
     seqs = {e.link_seq for e in first.context["entries"]} | {e.link_seq for e in second.context["entries"]}
     assert len(seqs) == 55
-    assert owner.get(reverse("review:audit", args=["acme"]) + "?before=2026-99-99T00:00").status_code == 200
+    assert owner.get(reverse("console:audit", args=["acme"]) + "?before=2026-99-99T00:00").status_code == 200

@@ -19,7 +19,7 @@ from rest_framework.views import APIView, exception_handler
 
 from memory.context import context_for_agent
 from memory.selectors import search_for_agent
-from workspaces.authentication import ConnectionAuthentication
+from api.authentication import ConnectionAuthentication
 from workspaces.exceptions import InvalidRequest, UnforgetterError
 from workspaces.models import Connection
 from workspaces.selectors import project_catalogue, project_for_agent
@@ -41,7 +41,7 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
 
 
 class ConnectionAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "workspaces.authentication.ConnectionAuthentication"
+    target_class = "api.authentication.ConnectionAuthentication"
     name = "bearer"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
