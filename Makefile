@@ -30,6 +30,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .
+	$(VENV)/bin/lint-imports
 
 bench: setup
 	$(PY) bench/run.py $(BENCH_ARGS)

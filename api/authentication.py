@@ -10,7 +10,8 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from workspaces.models import Connection
-from workspaces.selectors import SCOPE_READ, connection_for_bearer
+from workspaces.scopes import SCOPE_READ
+from workspaces.selectors import connection_for_bearer
 
 
 @dataclass(frozen=True)

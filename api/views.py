@@ -17,9 +17,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView, exception_handler
 
+from api.authentication import ConnectionAuthentication
 from memory.context import context_for_agent
 from memory.selectors import search_for_agent
-from api.authentication import ConnectionAuthentication
 from workspaces.exceptions import InvalidRequest, UnforgetterError
 from workspaces.models import Connection
 from workspaces.selectors import project_catalogue, project_for_agent

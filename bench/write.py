@@ -173,11 +173,12 @@ def _standalone(port: int) -> list[tuple[str, str, str]]:
         [sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True
     )
     _django()
+    from memory.services import workspace_open
     from workspaces.models import Connection
-    from workspaces.services import project_create, token_issue, workspace_create
+    from workspaces.services import project_create, token_issue
 
     slug = f"bench-{uuid.uuid4().hex[:6]}"
-    workspace = workspace_create(slug=slug)
+    workspace = workspace_open(slug=slug)
     project_create(workspace=workspace, slug="platform")
     token = token_issue(
         workspace=workspace, actor="bench", zone="claude", role=Connection.Role.CONTRIBUTOR

@@ -27,7 +27,6 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
-from memory.models import Proposal
 from console import selectors
 from console.diff import word_diff
 from console.forms import (
@@ -43,10 +42,19 @@ from console.forms import (
     RevokeForm,
     ZoneForm,
 )
+from memory.models import Proposal
+from memory.services import fact_owner_create, fact_owner_edit, proposal_approve, proposal_reject
 from workspaces import tokens
 from workspaces.exceptions import NotFound, UnforgetterError
 from workspaces.models import DataClass, Membership, Project, TrustZone, Workspace
-from workspaces.selectors import credential_refused, membership_for, workspace_for_user, workspaces_for_user
+from workspaces.selectors import (
+    connection_for_bearer,
+    credential_refused,
+    membership_for,
+    workspace_for_user,
+    workspaces_for_user,
+)
+from workspaces.services import connection_revoke, token_issue, zone_update
 from workspaces.snippets import client_snippets
 
 PAGE_SIZE = 50
@@ -212,8 +220,6 @@ class Outcomes:
 
 @console_view(methods=("POST",))
 def review_bulk(request: HttpRequest, console: Console) -> HttpResponse:
-    from memory.services import proposal_approve, proposal_reject
-
     held = list(selectors.review_queue(console.workspace, {}).values_list("seq", flat=True))
     form = BulkReviewForm(request.POST, seqs=held)
     if not form.is_valid():
@@ -280,8 +286,6 @@ def proposal_detail(request: HttpRequest, console: Console, seq: int) -> HttpRes
 
 @console_view(methods=("POST",))
 def proposal_approve_view(request: HttpRequest, console: Console, seq: int) -> HttpResponse:
-    from memory.services import proposal_approve
-
     proposal = selectors.proposal_for_member(console.workspace, seq)
     form = ApproveForm(request.POST)
     if not form.is_valid():
@@ -311,8 +315,6 @@ def proposal_approve_view(request: HttpRequest, console: Console, seq: int) -> H
 
 @console_view(methods=("POST",))
 def proposal_reject_view(request: HttpRequest, console: Console, seq: int) -> HttpResponse:
-    from memory.services import proposal_reject
-
     proposal = selectors.proposal_for_member(console.workspace, seq)
     form = RejectForm(request.POST)
     if not form.is_valid():
@@ -338,8 +340,6 @@ def connections(request: HttpRequest, console: Console) -> HttpResponse:
 @never_cache
 @console_view(methods=("GET", "POST"), owner_only=True)
 def connection_issue(request: HttpRequest, console: Console) -> HttpResponse:
-    from workspaces.services import token_issue
-
     form = IssueTokenForm(request.POST or None, workspace=console.workspace)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -390,12 +390,10 @@ def connection_detail(request: HttpRequest, console: Console, pk: int) -> HttpRe
 
 def _paste_proof(request: HttpRequest, connection: Any, raw: str) -> None:
     """Run a pasted token through the MCP endpoint's own verifier and say what it answered."""
-    from mcpbridge.auth import authenticate
-
     if connection.kind != connection.Kind.TOKEN or tokens.digest(raw) != connection.token_digest:
         messages.warning(request, "The pasted token is not this connection's credential; nothing was tested.")
         return
-    if authenticate(raw) is None:
+    if connection_for_bearer(raw) is None:
         messages.success(
             request,
             "Tested the pasted token with the MCP endpoint's verifier: refused. "
@@ -407,8 +405,6 @@ def _paste_proof(request: HttpRequest, connection: Any, raw: str) -> None:
 
 @console_view(methods=("POST",), owner_only=True)
 def connection_revoke_view(request: HttpRequest, console: Console, pk: int) -> HttpResponse:
-    from workspaces.services import connection_revoke
-
     connection = selectors.connection_for_member(console.workspace, pk)
     form = RevokeForm(request.POST)
     raw = form.cleaned_data["token"] if form.is_valid() else ""
@@ -448,8 +444,6 @@ def zones(request: HttpRequest, console: Console) -> HttpResponse:
 
 @console_view(methods=("POST",), owner_only=True)
 def zone_edit(request: HttpRequest, console: Console, pk: int) -> HttpResponse:
-    from workspaces.services import zone_update
-
     zone = TrustZone.objects.filter(workspace=console.workspace, pk=pk).first()
     if zone is None:
         raise Http404("No such trust zone.")
@@ -508,8 +502,6 @@ def memory_item(request: HttpRequest, console: Console, ref: str) -> HttpRespons
 
 @console_view(methods=("POST",), owner_only=True)
 def memory_edit(request: HttpRequest, console: Console, ref: str) -> HttpResponse:
-    from memory.services import fact_owner_edit
-
     fact = selectors.fact_for_member(console.workspace, ref)
     form = OwnerEditForm(request.POST)
     if not form.is_valid():
@@ -528,8 +520,6 @@ def memory_edit(request: HttpRequest, console: Console, ref: str) -> HttpRespons
 
 @console_view(methods=("GET", "POST"), owner_only=True)
 def memory_new(request: HttpRequest, console: Console) -> HttpResponse:
-    from memory.services import fact_owner_create
-
     projects = _project_slugs(console.workspace)
     form = OwnerCreateForm(
         request.POST or None, projects=projects, initial={"project": request.GET.get("project")}

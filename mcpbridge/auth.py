@@ -16,14 +16,8 @@ from mcp.server.auth.provider import AccessToken
 
 from workspaces.exceptions import ForbiddenScope, Unauthorized
 from workspaces.models import Connection
-from workspaces.selectors import (
-    SCOPE_PROPOSE,
-    SCOPE_READ,
-    BearerMatch,
-    connection_for_bearer,
-    last_used_is_stale,
-    scopes_for_role,
-)
+from workspaces.scopes import SCOPE_PROPOSE, SCOPE_READ, scopes_for_role
+from workspaces.selectors import BearerMatch, connection_for_bearer, last_used_is_stale
 from workspaces.services import connection_touch
 
 __all__ = ["SCOPE_PROPOSE", "SCOPE_READ", "ConnectionTokenVerifier", "current_connection", "require_scope"]

@@ -13,6 +13,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from memory.models import ContextRequest, Fact, Proposal, Publication
+from memory.services import proposal_approve, proposal_reject
 from workspaces.exceptions import UnforgetterError
 
 
@@ -71,8 +72,6 @@ class ProposalAdmin(ReadOnlyAdmin):
         (a superuser who is not one is refused), and only a proposal awaiting review can be
         approved (a quarantined one has not been validated yet).
         """
-        from memory.services import proposal_approve, proposal_reject
-
         user = request.user
         if not isinstance(user, User):
             raise PermissionDenied

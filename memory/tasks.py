@@ -6,10 +6,11 @@ from typing import Any
 
 from celery import shared_task
 
+from memory.dispatch import CONSOLIDATE_TASK
 from memory.services import consolidation_run, publication_heartbeat, workspaces_pending
 
 
-@shared_task(name="memory.consolidate_workspace", acks_late=True, ignore_result=True)
+@shared_task(name=CONSOLIDATE_TASK, acks_late=True, ignore_result=True)
 def consolidate_workspace(workspace_id: int) -> dict[str, Any]:
     """Consolidate a workspace's pending proposals; a no-op if another worker holds it."""
     return consolidation_run(workspace_id=workspace_id).as_dict()

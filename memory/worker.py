@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import close_old_connections, connections
 
+from memory import dispatch
 from memory.services import (
     ConsolidationReport,
     consolidation_run,
@@ -156,6 +157,7 @@ def embedded_start() -> bool:
             target=_embedded.run, name="unforgetter-consolidator", daemon=True
         )
         _embedded_thread.start()
+        dispatch.embedded_nudge_set(_embedded.wake)
     logger.info("embedded consolidator started (no CELERY_BROKER_URL)")
     return True
 
@@ -165,6 +167,7 @@ def embedded_stop(timeout: float = 10.0) -> None:
     with _lock:
         loop, thread = _embedded, _embedded_thread
         _embedded = _embedded_thread = None
+        dispatch.embedded_nudge_set(None)
     if loop is not None:
         loop.stop()
     if thread is not None:
@@ -176,19 +179,3 @@ def embedded_wait_idle() -> None:
     loop = _embedded
     if loop is not None:
         loop.wait_idle()
-
-
-def consolidation_enqueue(workspace_id: int) -> None:
-    """Ask for a workspace to be consolidated soon: a Celery task, or a nudge to the embedded loop.
-
-    Called on commit of a proposal. A lost nudge costs latency, never correctness: the heartbeat
-    sweep (memory.tasks.publish_heartbeat) and the embedded loop's idle cycle find pending work.
-    """
-    if settings.CELERY_BROKER_URL:
-        from memory.tasks import consolidate_workspace
-
-        consolidate_workspace.apply_async((workspace_id,), retry=False)
-        return
-    loop = _embedded
-    if loop is not None:
-        loop.wake()

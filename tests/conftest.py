@@ -15,10 +15,11 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import override_settings
 
+from memory.services import workspace_open
 from tests.factories import UserFactory
 from tests.mcp_client import MCPClient
 from workspaces.models import Connection, DataClass, Project, Workspace
-from workspaces.services import project_create, token_issue, workspace_create
+from workspaces.services import project_create, token_issue
 
 
 def _free_port() -> int:
@@ -93,7 +94,7 @@ class Tenant:
 
 def make_tenant(slug: str) -> Tenant:
     owner = cast(User, UserFactory(username=f"{slug}-owner"))
-    workspace = workspace_create(slug=slug, name=slug.title(), owner=owner)
+    workspace = workspace_open(slug=slug, name=slug.title(), owner=owner)
     projects = {
         name: project_create(workspace=workspace, slug=name, name=name.title(), data_class=data_class)
         for name, data_class in [

@@ -23,6 +23,9 @@ django.setup()
 from django.core import signals  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 
+from mcpbridge.asgi import build_mcp_app  # noqa: E402
+from memory.worker import embedded_start, embedded_stop  # noqa: E402
+
 MCP_PATH = "/mcp"
 
 
@@ -45,8 +48,6 @@ async def _method_not_allowed(send: ASGISendCallable) -> None:
 
 class Router:
     def __init__(self) -> None:
-        from mcpbridge.asgi import build_mcp_app
-
         self.django_app = get_asgi_application()
         self.mcp_app = build_mcp_app()
 
@@ -63,8 +64,6 @@ class Router:
         await self.django_app(scope, receive, send)  # type: ignore[arg-type]
 
     async def _lifespan(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
-        from memory.worker import embedded_start, embedded_stop
-
         async def observed_receive() -> Any:
             message = await receive()
             if message["type"] == "lifespan.startup":

@@ -30,7 +30,7 @@ from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauthlib.oauth2.rfc6749 import errors as oauth_errors
 
 from workspaces.models import Connection
-from workspaces.selectors import scopes_for_role
+from workspaces.scopes import scopes_for_role
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 

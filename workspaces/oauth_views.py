@@ -32,7 +32,7 @@ from workspaces.exceptions import UnforgetterError
 from workspaces.forms import ConsentForm
 from workspaces.models import Connection, Workspace
 from workspaces.oauth import redirect_uri_problem, registration_throttle_hit, resource_error
-from workspaces.selectors import SCOPE_READ, scopes_for_role
+from workspaces.scopes import scopes_granted
 from workspaces.services import connection_revoke, oauth_connection_grant
 
 REGISTRATION_LABELS = {
@@ -242,11 +242,8 @@ class ConsentView(AuthorizationView):
             )
             return self.form_invalid(form)
         role = form.cleaned_data["role"]
-        # The token's scopes: what was asked for, narrowed to the role; reading is what every
-        # connection does, so memory:read is always granted.
-        allowed = scopes_for_role(role)
-        granted = [s for s in form.cleaned_data["scope"].split() if s in allowed]
-        form.cleaned_data["scope"] = " ".join(dict.fromkeys([SCOPE_READ, *granted]))
+        # The token's scopes: what was asked for, narrowed to the role, memory:read always.
+        form.cleaned_data["scope"] = " ".join(scopes_granted(role, form.cleaned_data["scope"].split()))
         with transaction.atomic():
             try:
                 oauth_connection_grant(

@@ -16,6 +16,8 @@ from django.db.models import QuerySet
 from workspaces import tokens
 from workspaces.exceptions import ForbiddenScope, NotFound, UnknownProject
 from workspaces.models import Connection, DataClass, Membership, Project, Workspace
+from workspaces.oauth import oauth_grant_for_token
+from workspaces.scopes import scopes_for_role
 
 
 def connection_for_token(raw: str, *, now: datetime | None = None) -> Connection | None:
@@ -34,17 +36,6 @@ def connection_for_token(raw: str, *, now: datetime | None = None) -> Connection
     if connection is None or not connection.is_usable(now):
         return None
     return connection
-
-
-SCOPE_READ = "memory:read"
-SCOPE_PROPOSE = "memory:propose"
-
-
-def scopes_for_role(role: str) -> frozenset[str]:
-    """The OAuth scopes a Connection's role allows: readers read, contributors also propose."""
-    if role == Connection.Role.CONTRIBUTOR:
-        return frozenset({SCOPE_READ, SCOPE_PROPOSE})
-    return frozenset({SCOPE_READ})
 
 
 class BearerMatch(NamedTuple):
@@ -69,8 +60,6 @@ def connection_for_bearer(raw: str) -> BearerMatch | None:
         if connection is None:
             return None
         return BearerMatch(connection, settings.MCP_RESOURCE_URL, scopes_for_role(connection.role))
-    from workspaces.oauth import oauth_grant_for_token
-
     grant = oauth_grant_for_token(raw)
     return BearerMatch(grant.connection, grant.resource, grant.scopes) if grant else None
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 from workspaces import tokens
 from workspaces.exceptions import InvalidRequest, NotFound
 from workspaces.models import AuditEvent, Connection, DataClass, Membership, Project, TrustZone, Workspace
+from workspaces.oauth import oauth_tokens_revoke
 
 # Every new workspace starts with these zones (DESIGN section 3).
 DEFAULT_ZONES: Sequence[tuple[str, str, timedelta | None]] = (
@@ -49,6 +50,18 @@ def audit_record(
 
 
 @transaction.atomic
+def owner_account_ensure(*, username: str, email: str, password: str) -> User:
+    """An owner's login (a superuser, for the admin too), created or given this password."""
+    user = User.objects.filter(username=username).first()
+    if user is None:
+        return User.objects.create_superuser(username, email, password)
+    if not user.check_password(password):
+        user.set_password(password)
+        user.save(update_fields=["password"])
+    return user
+
+
+@transaction.atomic
 def workspace_create(*, slug: str, name: str = "", owner: User | None = None) -> Workspace:
     if Workspace.objects.filter(slug=slug).exists():
         raise InvalidRequest(f"A workspace {slug!r} already exists.")
@@ -59,30 +72,19 @@ def workspace_create(*, slug: str, name: str = "", owner: User | None = None) ->
     )
     if owner is not None:
         Membership.objects.create(workspace=workspace, user=owner, role=Membership.Role.OWNER)
-    # Imported here: memory depends on workspaces, not the other way round, at import time.
-    from memory.services import publication_bootstrap
-
-    publication_bootstrap(workspace=workspace)
     return workspace
 
 
 @transaction.atomic
 def workspace_delete(*, workspace: Workspace, confirm: str) -> dict[str, int]:
-    """Delete a workspace and everything in it: memory, proposals, credentials, audit.
+    """Delete a workspace's tenancy rows (and, by cascade, whatever other apps keep under it).
 
-    Served paths stop at once: credentials and items are gone from the database, and compiled
-    bundles are keyed by credentials that no longer authenticate. `confirm` must repeat the slug.
+    Memory is erased through `memory.services.workspace_erase`, which unlinks item history first.
+    `confirm` must repeat the slug.
     """
     if confirm != workspace.slug:
         raise InvalidRequest("Type the workspace's slug to confirm deletion.")
-    from memory.models import Fact
-
-    # Supersession links are PROTECT (history must not vanish one row at a time); a whole
-    # workspace goes at once, so unlink them first.
-    Fact.objects.filter(workspace=workspace).update(supersedes=None)
     for connection in Connection.objects.filter(workspace=workspace, kind=Connection.Kind.OAUTH):
-        from workspaces.oauth import oauth_tokens_revoke
-
         oauth_tokens_revoke(connection=connection)
     Connection.objects.filter(workspace=workspace).delete()
     _, counts = workspace.delete()
@@ -258,8 +260,6 @@ def connection_revoke(*, connection: Connection, revoked_by: User | None = None)
         )
         # OAuth grants lose their DOT tokens with the connection (see workspaces.oauth).
         if locked.kind == Connection.Kind.OAUTH:
-            from workspaces.oauth import oauth_tokens_revoke
-
             oauth_tokens_revoke(connection=locked)
     return locked
 

@@ -2,6 +2,7 @@
 
 - facts: owner and import writes of canonical items
 - publishing: publication cycles, heartbeats and context-bundle records
+- tenancy: opening and erasing a workspace, with its memory
 - proposals, consolidation, decisions: the agent write path (submit; decide exactly once; owners decide)
 """
 
@@ -11,6 +12,7 @@ from memory.services.consolidation import (
     proposal_consolidate,
     workspaces_pending,
 )
+from memory.services.decisions import proposal_approve, proposal_reject
 from memory.services.facts import (
     FactRow,
     default_state,
@@ -28,7 +30,7 @@ from memory.services.publishing import (
     publication_heartbeat,
     publication_record,
 )
-from memory.services.decisions import proposal_approve, proposal_reject
+from memory.services.tenancy import workspace_erase, workspace_open
 
 __all__ = [
     "ConsolidationReport",
@@ -52,5 +54,7 @@ __all__ = [
     "publication_heartbeat",
     "publication_record",
     "submitted_status",
+    "workspace_erase",
+    "workspace_open",
     "workspaces_pending",
 ]

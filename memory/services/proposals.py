@@ -26,6 +26,7 @@ from django.db import connection as db_connection
 from django.utils import timezone
 
 from memory import ledger
+from memory.dispatch import consolidation_enqueue
 from memory.models import Fact, Kind, Proposal, Taint
 from memory.validation import (
     MAX_EVIDENCE_ITEMS,
@@ -290,7 +291,7 @@ def proposal_submit(
             proposal.seq = (last[0] if last else 0) + 1
             proposal.attestation = ledger.attest(proposal, last[1] if last else "")
             proposal.save(force_insert=True)
-            transaction.on_commit(lambda: _enqueue(workspace_id), robust=True)
+            transaction.on_commit(lambda: consolidation_enqueue(workspace_id), robust=True)
     except IntegrityError:
         # A concurrent replay committed first: the unique (workspace, actor, request_id)
         # constraint is the last word on replays, and the transaction above left nothing behind.
@@ -306,9 +307,3 @@ def _existing(workspace_id: int, actor: str, request_id: str) -> Proposal | None
     key = {"workspace_id": workspace_id, "actor": actor, "request_id": request_id}
     pk = Proposal.objects.filter(**key).values_list("pk", flat=True).first()
     return None if pk is None else Proposal.objects.select_related("project").get(pk=pk)
-
-
-def _enqueue(workspace_id: int) -> None:
-    from memory.worker import consolidation_enqueue
-
-    consolidation_enqueue(workspace_id)

@@ -12,8 +12,8 @@ from django.urls import reverse
 from memory.models import Fact, Kind, Proposal
 from memory.services import fact_create
 from tests.conftest import Tenant
-from tests.factories import UserFactory
 from tests.console.helpers import make_proposal
+from tests.factories import UserFactory
 from workspaces.models import AuditEvent, Membership, TrustZone
 from workspaces.services import membership_add
 

@@ -24,8 +24,8 @@ from django.db import connections
 from memory.models import Fact, Kind, Proposal
 from memory.services import fact_create
 from tests.conftest import LiveServer, Tenant, make_tenant
-from tests.mcp_client import MCPClient
 from tests.console.helpers import consolidate, make_proposal
+from tests.mcp_client import MCPClient
 from workspaces.models import Project, Workspace
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -5,8 +5,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from memory.services import workspace_open
 from workspaces.management.base import service_call
-from workspaces.services import workspace_create
 
 
 class Command(BaseCommand):
@@ -25,5 +25,5 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"No user {options['owner']!r}. Create one with: manage.py createsuperuser"
                 )
-        workspace = service_call(workspace_create, slug=options["slug"], name=options["name"], owner=owner)
+        workspace = service_call(workspace_open, slug=options["slug"], name=options["name"], owner=owner)
         self.stdout.write(f"Created workspace {workspace.slug}.")

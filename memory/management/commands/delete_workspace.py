@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from memory.services import workspace_erase
 from workspaces.management.base import service_call, workspace_or_fail
-from workspaces.services import workspace_delete
 
 
 class Command(BaseCommand):
@@ -17,6 +17,6 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         workspace = workspace_or_fail(options["workspace"])
-        counts = service_call(workspace_delete, workspace=workspace, confirm=options["confirm"])
+        counts = service_call(workspace_erase, workspace=workspace, confirm=options["confirm"])
         summary = ", ".join(f"{n} {label.split('.')[-1]}" for label, n in sorted(counts.items()) if n)
         self.stdout.write(f"Deleted workspace {options['workspace']}: {summary}.")
