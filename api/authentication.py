@@ -9,26 +9,26 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
-from workspaces.models import Connection
+from workspaces.scope import AgentScope
 from workspaces.scopes import SCOPE_READ
 from workspaces.selectors import connection_for_bearer
 
 
 @dataclass(frozen=True)
 class AgentPrincipal:
-    """`request.user` for a request authenticated by an agent credential."""
+    """`request.user` for a request authenticated by an agent credential; `request.auth` is its scope."""
 
-    connection: Connection
+    scope: AgentScope
     is_authenticated: bool = True
     is_anonymous: bool = False
 
     @property
     def username(self) -> str:
-        return self.connection.actor
+        return self.scope.actor
 
 
 class ConnectionAuthentication(BaseAuthentication):
-    def authenticate(self, request: Request) -> tuple[AgentPrincipal, Connection] | None:
+    def authenticate(self, request: Request) -> tuple[AgentPrincipal, AgentScope] | None:
         header = get_authorization_header(request).decode("latin-1")
         scheme, _, raw = header.partition(" ")
         if scheme.lower() != "bearer" or not raw.strip():
@@ -42,7 +42,8 @@ class ConnectionAuthentication(BaseAuthentication):
             or SCOPE_READ not in found.scopes
         ):
             raise AuthenticationFailed("The token is unknown, expired or revoked.")
-        return AgentPrincipal(found.connection), found.connection
+        scope = found.scope()
+        return AgentPrincipal(scope), scope
 
     def authenticate_header(self, request: Request) -> str:
         return f'Bearer resource_metadata="{settings.PUBLIC_URL}/.well-known/oauth-protected-resource/mcp"'

@@ -21,7 +21,7 @@ from api.authentication import ConnectionAuthentication
 from memory.context import context_for_agent
 from memory.selectors import search_for_agent
 from workspaces.exceptions import InvalidRequest, UnforgetterError
-from workspaces.models import Connection
+from workspaces.scope import AgentScope
 from workspaces.selectors import project_catalogue, project_for_agent
 
 
@@ -56,8 +56,8 @@ class AgentAPIView(APIView):
     authentication_classes = [ConnectionAuthentication]
     permission_classes = [IsAuthenticated]
 
-    def connection(self, request: Request) -> Connection:
-        assert isinstance(request.auth, Connection)
+    def scope(self, request: Request) -> AgentScope:
+        assert isinstance(request.auth, AgentScope)
         return request.auth
 
 
@@ -82,7 +82,7 @@ class ProjectList(AgentAPIView):
         summary="The projects this credential may use (list_projects).", responses=OpenApiTypes.OBJECT
     )
     def get(self, request: Request) -> Response:
-        projects = project_catalogue(self.connection(request))
+        projects = project_catalogue(self.scope(request))
         return Response(
             {
                 "projects": [
@@ -101,9 +101,9 @@ class ProjectContext(AgentAPIView):
     )
     def get(self, request: Request, project_id: str) -> Response:
         task = _valid(_ContextQuery(data=request.query_params))["task"]
-        connection = self.connection(request)
-        project = project_for_agent(connection, project_id)
-        return Response(context_for_agent(connection=connection, project=project, task=task))
+        scope = self.scope(request)
+        project = project_for_agent(scope, project_id)
+        return Response(context_for_agent(scope=scope, project=project, task=task))
 
 
 class ProjectSearch(AgentAPIView):
@@ -114,10 +114,8 @@ class ProjectSearch(AgentAPIView):
     )
     def get(self, request: Request, project_id: str) -> Response:
         query = _valid(_SearchQuery(data=request.query_params))
-        connection = self.connection(request)
-        project = project_for_agent(connection, project_id)
+        scope = self.scope(request)
+        project = project_for_agent(scope, project_id)
         return Response(
-            search_for_agent(
-                connection=connection, project=project, query=query["q"], cursor=query.get("cursor")
-            )
+            search_for_agent(scope=scope, project=project, query=query["q"], cursor=query.get("cursor"))
         )

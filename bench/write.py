@@ -29,6 +29,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from workspaces.selectors import agent_scope
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -122,7 +124,7 @@ def measure_consolidation(workspace_slug: str, proposals: int = 3_000) -> float:
     for i in range(proposals):
         op = "open_thread" if i % 10 == 0 else "add_fact"
         proposal_submit(
-            connection=issued.connection,
+            scope=agent_scope(issued.connection),
             project_id=project.slug,
             request_id=f"seed-{project.slug}-{i}",
             op=op,

@@ -1,6 +1,6 @@
 """The token verifier of the MCP endpoint.
 
-It turns a presented bearer credential into the Connection that carries its authority, or None
+It turns a presented bearer credential into the `AgentScope` that carries its authority, or None
 (HTTP 401 with a `resource_metadata` challenge, before any tool runs). The database is read on
 every request, so a revocation is effective on the next call in every process.
 """
@@ -16,28 +16,25 @@ from mcp.server.auth.provider import AccessToken
 
 from workspaces.exceptions import ForbiddenScope, Unauthorized
 from workspaces.models import Connection
-from workspaces.scopes import SCOPE_PROPOSE, SCOPE_READ, scopes_for_role
-from workspaces.selectors import BearerMatch, connection_for_bearer, last_used_is_stale
+from workspaces.scope import AgentScope
+from workspaces.scopes import SCOPE_PROPOSE, SCOPE_READ
+from workspaces.selectors import connection_for_bearer, last_used_is_stale
 from workspaces.services import connection_touch
 
-__all__ = ["SCOPE_PROPOSE", "SCOPE_READ", "ConnectionTokenVerifier", "current_connection", "require_scope"]
+__all__ = ["SCOPE_PROPOSE", "SCOPE_READ", "ConnectionTokenVerifier", "current_scope", "require_scope"]
 
-_verified: ContextVar[Connection | None] = ContextVar("unforgetter_connection", default=None)
-
-
-def scopes_for(connection: Connection) -> list[str]:
-    return sorted(scopes_for_role(connection.role))
+_verified: ContextVar[tuple[AgentScope, str] | None] = ContextVar("unforgetter_scope", default=None)
 
 
-def authenticate(raw: str) -> BearerMatch | None:
-    """The Connection behind a bearer credential, the resource it was issued for, its scopes."""
+def authenticate(raw: str) -> tuple[AgentScope, str] | None:
+    """The scope behind a bearer credential and the resource it was issued for; use is recorded."""
     found = connection_for_bearer(raw)
     if found is None:
         return None
     now = timezone.now()
     if last_used_is_stale(found.connection, now):
         connection_touch(connection=found.connection, now=now)
-    return found
+    return found.scope(), found.resource
 
 
 class ConnectionTokenVerifier:
@@ -45,43 +42,42 @@ class ConnectionTokenVerifier:
         found = await sync_to_async(authenticate)(token)
         if found is None:
             return None
-        connection = found.connection
-        _verified.set(connection)
+        scope, resource = found
+        _verified.set(found)
         return AccessToken(
             token=token,
-            client_id=f"connection:{connection.pk}",
-            subject=connection.actor,
-            scopes=sorted(found.scopes),
-            expires_at=int(connection.expires_at.timestamp()),
-            resource=found.resource,
+            client_id=f"connection:{scope.connection_id}",
+            subject=scope.actor,
+            scopes=sorted(scope.grants),
+            expires_at=int(scope.expires_at.timestamp()),
+            resource=resource,
         )
 
 
-def current_connection() -> Connection:
-    """The Connection the current MCP request was authenticated as."""
+def current_scope() -> AgentScope:
+    """The scope the current MCP request was authenticated with."""
     token = get_access_token()
-    connection = _verified.get()
-    if token is None or connection is None or token.client_id != f"connection:{connection.pk}":
+    verified = _verified.get()
+    if token is None or verified is None or token.client_id != f"connection:{verified[0].connection_id}":
         raise Unauthorized("This request carries no valid credential.")
-    return connection
+    return verified[0]
 
 
-def require_scope(scope: str) -> None:
-    """Refuse the current tool call unless the request's credential carries `scope`.
+def require_scope(name: str) -> AgentScope:
+    """The current request's scope, if its credential carries the OAuth scope `name`.
 
     Personal tokens carry the scopes of their role; OAuth tokens carry what was consented,
-    narrowed to the role. Raised as a tool error (forbidden_scope), not an HTTP status.
+    narrowed to the role. Refused as a tool error (forbidden_scope), not an HTTP status.
     """
-    connection = current_connection()
-    token = get_access_token()
-    if token is None or scope not in token.scopes:
-        if scope == SCOPE_PROPOSE and not connection.can_propose:
-            message = "This credential is read-only: it may read memory but not propose changes."
-        elif scope == SCOPE_PROPOSE:
-            message = f"This credential may not propose memory changes: it lacks the {scope} scope."
-        else:
-            message = f"This credential lacks the {scope} scope."
-        raise ForbiddenScope(
-            message,
-            action="Do not retry. Ask the workspace owner for a contributor connection.",
-        )
+    scope = current_scope()
+    if name in scope.grants:
+        return scope
+    if name == SCOPE_PROPOSE and scope.role != Connection.Role.CONTRIBUTOR:
+        message = "This credential is read-only: it may read memory but not propose changes."
+    elif name == SCOPE_PROPOSE:
+        message = f"This credential may not propose memory changes: it lacks the {name} scope."
+    else:
+        message = f"This credential lacks the {name} scope."
+    raise ForbiddenScope(
+        message, action="Do not retry. Ask the workspace owner for a contributor connection."
+    )

@@ -2,7 +2,7 @@
 
 Each tool validates its arguments against its published model (so bad input is a structured
 `invalid_request`, never the SDK's plain-text validation error), resolves the credential's
-Connection, calls one selector or service in a thread-sensitive worker and renders the result.
+AgentScope, calls one selector or service in a thread-sensitive worker and renders the result.
 """
 
 from __future__ import annotations
@@ -21,13 +21,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
 from mcpbridge import results
-from mcpbridge.auth import (
-    SCOPE_PROPOSE,
-    SCOPE_READ,
-    ConnectionTokenVerifier,
-    current_connection,
-    require_scope,
-)
+from mcpbridge.auth import SCOPE_PROPOSE, SCOPE_READ, ConnectionTokenVerifier, current_scope, require_scope
 from mcpbridge.schemas import (
     MAX_EVIDENCE_ITEMS,
     MAX_EVIDENCE_REF,
@@ -44,7 +38,7 @@ from memory.context import context_for_agent
 from memory.selectors import search_for_agent
 from memory.services import proposal_submit
 from workspaces.exceptions import InvalidRequest, ProtectedTarget, UnforgetterError
-from workspaces.models import Connection
+from workspaces.scope import AgentScope
 from workspaces.selectors import project_catalogue, project_for_agent
 
 logger = logging.getLogger(__name__)
@@ -72,7 +66,7 @@ class _ValidatedByTool(FuncMetadata):
 
 
 async def run_tool(
-    model: type[ArgsT], arguments: dict[str, Any], handler: Callable[[Connection, ArgsT], dict[str, Any]]
+    model: type[ArgsT], arguments: dict[str, Any], handler: Callable[[AgentScope, ArgsT], dict[str, Any]]
 ) -> CallToolResult:
     try:
         args = model.model_validate(arguments)
@@ -83,8 +77,8 @@ async def run_tool(
             )
         return results.error(InvalidRequest(describe_validation_error(exc)))
     try:
-        connection = current_connection()
-        payload = await sync_to_async(handler)(connection, args)
+        scope = current_scope()
+        payload = await sync_to_async(handler)(scope, args)
     except UnforgetterError as exc:
         return results.error(exc)
     except Exception:
@@ -93,30 +87,30 @@ async def run_tool(
     return results.ok(payload)
 
 
-def _list_projects(connection: Connection, args: ListProjectsArgs) -> dict[str, Any]:
+def _list_projects(scope: AgentScope, args: ListProjectsArgs) -> dict[str, Any]:
     return {
         "projects": [
             {"id": p.slug, "name": p.name, "data_class": p.data_class, "updated_at": p.updated_at.isoformat()}
-            for p in project_catalogue(connection)
+            for p in project_catalogue(scope)
         ]
     }
 
 
-def _get_context(connection: Connection, args: GetContextArgs) -> dict[str, Any]:
-    project = project_for_agent(connection, args.project_id)
-    return context_for_agent(connection=connection, project=project, task=args.task)
+def _get_context(scope: AgentScope, args: GetContextArgs) -> dict[str, Any]:
+    project = project_for_agent(scope, args.project_id)
+    return context_for_agent(scope=scope, project=project, task=args.task)
 
 
-def _search_memory(connection: Connection, args: SearchMemoryArgs) -> dict[str, Any]:
-    project = project_for_agent(connection, args.project_id)
-    return search_for_agent(connection=connection, project=project, query=args.query, cursor=args.cursor)
+def _search_memory(scope: AgentScope, args: SearchMemoryArgs) -> dict[str, Any]:
+    project = project_for_agent(scope, args.project_id)
+    return search_for_agent(scope=scope, project=project, query=args.query, cursor=args.cursor)
 
 
-def _propose_memory(connection: Connection, args: ProposeMemoryArgs) -> dict[str, Any]:
+def _propose_memory(scope: AgentScope, args: ProposeMemoryArgs) -> dict[str, Any]:
     require_scope(SCOPE_PROPOSE)
     change = args.change
     return proposal_submit(
-        connection=connection,
+        scope=scope,
         project_id=args.project_id,
         request_id=args.request_id,
         op=change.op,
@@ -220,7 +214,7 @@ TOOL_SPECS: list[tuple[Callable[..., Any], str, str, type[BaseModel], ToolAnnota
 
 
 def build_server() -> MCPServer:
-    """The MCP server, authenticating every request as a Connection (see mcpbridge.auth)."""
+    """The MCP server, authenticating every request as an AgentScope (see mcpbridge.auth)."""
     tools = [
         Tool(
             fn=fn,

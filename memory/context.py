@@ -17,7 +17,7 @@ import hashlib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -28,8 +28,8 @@ from memory import search
 from memory.models import Fact, Kind, State
 from memory.selectors import agent_facts, latest_publication
 from memory.services import context_request_record
-from workspaces.models import Connection, Project
-from workspaces.selectors import allowed_data_classes
+from workspaces.models import Project, default_publish_cadence
+from workspaces.scope import AgentScope
 
 FACT_KINDS = (Kind.FACT, Kind.DECISION, Kind.CONVENTION)
 KIND_WEIGHT: dict[str, float] = {Kind.DECISION: 1.0, Kind.CONVENTION: 0.9, Kind.FACT: 0.75}
@@ -92,8 +92,9 @@ def item_payload(fact: Fact) -> dict[str, Any]:
     }
 
 
-def _context_id(connection: Connection, project: Project, task: str, version: int) -> str:
-    key = f"{connection.pk}:{project.pk}:{version}:{task}".encode()
+def _context_id(scope: AgentScope, project: Project, task: str, version: int) -> str:
+    # The scope's fingerprint: a credential whose authority changed gets a bundle of its own.
+    key = f"{scope.fingerprint()}:{project.pk}:{version}:{task}".encode()
     return "ctx_" + hashlib.sha256(key).hexdigest()[:28]
 
 
@@ -111,14 +112,14 @@ class _Standing:
     recent: list[Fact]
 
 
-def _standing(connection: Connection, project: Project) -> _Standing:
+def _standing(scope: AgentScope, project: Project) -> _Standing:
     """Every protected item, the newest open threads and the newest facts per kind: one statement.
 
     Each part walks the (project, state, kind, -created_at) index newest first and stops at its
     limit: a single `kind IN (...)` query would sort every current item of the project first (tens
     of milliseconds at 100k items).
     """
-    items = agent_facts(connection, project).only(*_ITEM_FIELDS)
+    items = agent_facts(scope, project).only(*_ITEM_FIELDS)
     newest = ("-created_at", "-id")
     parts = [items.filter(kind__in=Kind.protected(), state=State.ACTIVE).order_by(*newest)]
     parts.append(items.filter(kind=Kind.THREAD, state=State.OPEN).order_by(*newest)[:MAX_THREADS])
@@ -142,9 +143,7 @@ class _Ranked:
     methods: list[Fact]
 
 
-def _ranked(
-    connection: Connection, project: Project, task: str, now: datetime, recent: list[Fact]
-) -> _Ranked:
+def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Fact]) -> _Ranked:
     """Facts, decisions and conventions best first (each with why it was chosen), and methods.
 
     One full-text pass scores facts and methods together (at most RANK_CANDIDATES matching rows),
@@ -152,7 +151,7 @@ def _ranked(
     """
     hits = search.rank(
         project_id=project.pk,
-        data_classes=allowed_data_classes(connection),
+        data_classes=scope.data_classes,
         states=[State.ACTIVE],
         kinds=(*FACT_KINDS, Kind.METHOD),
         query=task,
@@ -168,9 +167,7 @@ def _ranked(
     recent_ids = list(rows)
     missing = [i for i in dict.fromkeys([*relevance, *method_ids]) if i not in rows]
     if missing:
-        rows.update(
-            (f.pk, f) for f in agent_facts(connection, project).filter(id__in=missing).only(*_ITEM_FIELDS)
-        )
+        rows.update((f.pk, f) for f in agent_facts(scope, project).filter(id__in=missing).only(*_ITEM_FIELDS))
 
     def score(fact: Fact) -> float:
         rel = relevance.get(fact.pk, 0.0) / top
@@ -202,14 +199,14 @@ def _fill(
             )
 
 
-def compile_bundle(connection: Connection, project: Project, task: str, now: datetime) -> dict[str, Any]:
+def compile_bundle(scope: AgentScope, project: Project, task: str, now: datetime) -> dict[str, Any]:
     """The bundle's sections, without freshness and identity (which belong to each serving)."""
     limits = settings.UNFORGETTER
     budget = _Budget(items=limits["CONTEXT_MAX_ITEMS"], chars=limits["CONTEXT_MAX_CHARS"])
     served: list[str] = []
     pointers: list[dict[str, str]] = []
 
-    standing = _standing(connection, project)
+    standing = _standing(scope, project)
     # Protected items are always included; they spend the budget first.
     policies = standing.policies
     for fact in policies:
@@ -217,7 +214,7 @@ def compile_bundle(connection: Connection, project: Project, task: str, now: dat
         budget.chars -= len(fact.text)
         served.append(fact.ref)
 
-    ranked = _ranked(connection, project, task, now, standing.recent)
+    ranked = _ranked(scope, project, task, now, standing.recent)
     # Facts alone would fill any budget in a large project: each section keeps room for the first
     # few items of the sections after it (the newest open threads, the best methods).
     thread_room = standing.threads[:RESERVED_THREADS]
@@ -252,39 +249,40 @@ def compile_bundle(connection: Connection, project: Project, task: str, now: dat
     }
 
 
-def context_for_agent(*, connection: Connection, project: Project, task: str) -> dict[str, Any]:
+def context_for_agent(*, scope: AgentScope, project: Project, task: str) -> dict[str, Any]:
     """Serve the bundle for a task: from the cache when this publication already compiled it."""
     now = timezone.now()
-    publication = latest_publication(connection.workspace_id)
+    publication = latest_publication(scope.workspace_id)
     # Keyed by the last publication that changed memory: heartbeats keep the cache (and the
     # context_id), a published change replaces both in every process at once.
     version = (publication.content_version or publication.version) if publication else 0
     compiled_at = publication.compiled_at if publication else None
-    context_id = _context_id(connection, project, task, version)
+    cadence = publication.workspace.publish_cadence if publication else default_publish_cadence()
+    context_id = _context_id(scope, project, task, version)
     cache_key = f"unforgetter:context:{context_id}"
     bundle = cache.get(cache_key)
     if bundle is None:
-        bundle = compile_bundle(connection, project, task, now)
+        bundle = compile_bundle(scope, project, task, now)
         context_request_record(
             context_id=context_id,
-            connection=connection,
+            scope=scope,
             project=project,
             task=task,
             publication_version=version,
             refs=bundle["_served"],
         )
-        cache.set(cache_key, bundle, timeout=int(connection.workspace.publish_cadence.total_seconds()) * 10)
-    return _serve(bundle, context_id, connection, compiled_at, now)
+        cache.set(cache_key, bundle, timeout=int(cadence.total_seconds()) * 10)
+    return _serve(bundle, context_id, scope, compiled_at, cadence, now)
 
 
 def _serve(
     bundle: dict[str, Any],
     context_id: str,
-    connection: Connection,
+    scope: AgentScope,
     compiled_at: datetime | None,
+    cadence: timedelta,
     now: datetime,
 ) -> dict[str, Any]:
-    cadence = connection.workspace.publish_cadence
     # replica_at: when this process confirmed what it serves against the primary (just now).
     stale = compiled_at is None or now - compiled_at > cadence
     served = {k: v for k, v in bundle.items() if not k.startswith("_")}
@@ -296,7 +294,7 @@ def _serve(
             "publish_cadence_seconds": int(cadence.total_seconds()),
             "stale": stale,
         },
-        "identity": {"actor": connection.actor, "trust_zone": connection.zone.name, "role": connection.role},
+        "identity": {"actor": scope.actor, "trust_zone": scope.zone, "role": scope.role},
         **served,
         "warnings": [],
     }

@@ -13,7 +13,8 @@ from django.conf import settings
 from django.core import signing
 
 from workspaces.exceptions import InvalidCursor
-from workspaces.models import Connection, Project
+from workspaces.models import Project
+from workspaces.scope import AgentScope
 
 _SALT = "unforgetter.search.cursor.v1"
 MAX_CURSOR_LENGTH = 512
@@ -23,10 +24,10 @@ def _query_hash(query: str) -> str:
     return hashlib.sha256(query.encode("utf-8")).hexdigest()[:24]
 
 
-def cursor_make(*, connection: Connection, project: Project, query: str, offset: int) -> str:
+def cursor_make(*, scope: AgentScope, project: Project, query: str, offset: int) -> str:
     payload = {
-        "w": connection.workspace_id,
-        "c": connection.pk,
+        "w": scope.workspace_id,
+        "c": scope.connection_id,
         "p": project.pk,
         "q": _query_hash(query),
         "o": offset,
@@ -34,7 +35,7 @@ def cursor_make(*, connection: Connection, project: Project, query: str, offset:
     return signing.dumps(payload, salt=_SALT, compress=True)
 
 
-def cursor_offset(*, cursor: str, connection: Connection, project: Project, query: str) -> int:
+def cursor_offset(*, cursor: str, scope: AgentScope, project: Project, query: str) -> int:
     """The position a cursor points at, if it was made for exactly this search."""
     if len(cursor) > MAX_CURSOR_LENGTH:
         raise InvalidCursor("This cursor is not valid.")
@@ -46,7 +47,7 @@ def cursor_offset(*, cursor: str, connection: Connection, project: Project, quer
         raise InvalidCursor("This cursor is not valid.") from None
     if not isinstance(payload, dict) or not isinstance(payload.get("o"), int) or payload["o"] < 0:
         raise InvalidCursor("This cursor is not valid.")
-    if (payload.get("w"), payload.get("c")) != (connection.workspace_id, connection.pk):
+    if (payload.get("w"), payload.get("c")) != (scope.workspace_id, scope.connection_id):
         raise InvalidCursor("This cursor was not issued to this credential.")
     if payload.get("p") != project.pk:
         raise InvalidCursor("This cursor belongs to another project.")

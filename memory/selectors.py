@@ -1,6 +1,6 @@
 """Reads of memory, always on behalf of a principal.
 
-Agent reads take the Connection and the Project resolved by `workspaces.selectors.project_for_agent`;
+Agent reads take the AgentScope and the Project resolved by `workspaces.selectors.project_for_agent`;
 `agent_facts` is the one queryset every agent-facing read of memory starts from.
 """
 
@@ -16,18 +16,26 @@ from memory import search
 from memory.cursors import cursor_make, cursor_offset
 from memory.models import Fact, Publication, State
 from workspaces.exceptions import InvalidRequest
-from workspaces.models import Connection, Project
-from workspaces.selectors import allowed_data_classes
+from workspaces.models import Project
+from workspaces.scope import AgentScope
 
 
-def agent_facts(connection: Connection, project: Project) -> QuerySet[Fact]:
+def agent_facts(scope: AgentScope, project: Project) -> QuerySet[Fact]:
     """Current items of one project in the credential's data classes (never restricted)."""
-    assert project.workspace_id == connection.workspace_id, "project must come from project_for_agent"
-    return Fact.objects.current().filter(project=project, data_class__in=allowed_data_classes(connection))
+    assert scope.sees_project(
+        workspace_id=project.workspace_id, project_id=project.pk, data_class=project.data_class
+    ), "project must come from project_for_agent"
+    return Fact.objects.current().filter(project=project, data_class__in=scope.data_classes)
 
 
 def latest_publication(workspace_id: int) -> Publication | None:
-    return Publication.objects.filter(workspace_id=workspace_id).order_by("-version").first()
+    """The newest publication, with its workspace (for the publish cadence) in the same query."""
+    return (
+        Publication.objects.filter(workspace_id=workspace_id)
+        .select_related("workspace")
+        .order_by("-version")
+        .first()
+    )
 
 
 REF_RE = re.compile(r"^[a-z]+_[a-z0-9]{10,20}$")
@@ -35,7 +43,7 @@ MAX_SEARCH_OFFSET = 500
 
 
 def search_for_agent(
-    *, connection: Connection, project: Project, query: str, cursor: str | None = None
+    *, scope: AgentScope, project: Project, query: str, cursor: str | None = None
 ) -> dict[str, Any]:
     """One page of ranked, highlighted results, scoped to the project and the credential's classes.
 
@@ -44,12 +52,10 @@ def search_for_agent(
     query = query.strip()
     if not query:
         raise InvalidRequest("query must contain words to search for.")
-    offset = (
-        cursor_offset(cursor=cursor, connection=connection, project=project, query=query) if cursor else 0
-    )
+    offset = cursor_offset(cursor=cursor, scope=scope, project=project, query=query) if cursor else 0
     page_size = settings.UNFORGETTER["SEARCH_PAGE_SIZE"]
     if REF_RE.match(query):
-        facts = list(agent_facts(connection, project).filter(ref=query)) if offset == 0 else []
+        facts = list(agent_facts(scope, project).filter(ref=query)) if offset == 0 else []
         excerpts = {f.pk: f.text[:300] for f in facts}
         more = False
     else:
@@ -57,7 +63,7 @@ def search_for_agent(
             raise InvalidRequest("query must contain at least one word or number.")
         hits = search.rank(
             project_id=project.pk,
-            data_classes=allowed_data_classes(connection),
+            data_classes=scope.data_classes,
             states=list(State.current()),
             query=query,
             match="all",
@@ -66,7 +72,7 @@ def search_for_agent(
         )
         more = len(hits) > page_size and offset + page_size < MAX_SEARCH_OFFSET
         ids = [hit.fact_id for hit in hits[:page_size]]
-        rows = agent_facts(connection, project).filter(id__in=ids)
+        rows = agent_facts(scope, project).filter(id__in=ids)
         headline = search.headline(query)
         if headline is not None:
             rows = rows.annotate(headline=headline)
@@ -90,7 +96,5 @@ def search_for_agent(
     ]
     page: dict[str, Any] = {"results": results}
     if more:
-        page["cursor"] = cursor_make(
-            connection=connection, project=project, query=query, offset=offset + page_size
-        )
+        page["cursor"] = cursor_make(scope=scope, project=project, query=query, offset=offset + page_size)
     return page

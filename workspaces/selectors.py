@@ -1,11 +1,13 @@
 """Reads of tenancy and credentials. Every agent-facing read is scoped here.
 
+A presented credential becomes an `AgentScope` (`agent_scope`), once per request.
 `project_catalogue` and `project_for_agent` are the only ways an agent reaches a Project: both
-start from the credential's workspace, so no argument can name another tenant's objects.
+start from the scope's workspace, so no argument can name another tenant's objects.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import NamedTuple
 
@@ -17,6 +19,7 @@ from workspaces import tokens
 from workspaces.exceptions import ForbiddenScope, NotFound, UnknownProject
 from workspaces.models import Connection, DataClass, Membership, Project, Workspace
 from workspaces.oauth import oauth_grant_for_token
+from workspaces.scope import AgentScope
 from workspaces.scopes import scopes_for_role
 
 
@@ -45,6 +48,10 @@ class BearerMatch(NamedTuple):
     resource: str
     scopes: frozenset[str]
 
+    def scope(self) -> AgentScope:
+        """The authority this credential carries (resolved from the database, here and now)."""
+        return agent_scope(self.connection, grants=self.scopes)
+
 
 def connection_for_bearer(raw: str) -> BearerMatch | None:
     """The usable Connection behind any bearer credential, with its resource and scopes.
@@ -64,33 +71,71 @@ def connection_for_bearer(raw: str) -> BearerMatch | None:
     return BearerMatch(grant.connection, grant.resource, grant.scopes) if grant else None
 
 
-def allowed_data_classes(connection: Connection) -> list[str]:
+def allowed_data_classes(connection: Connection) -> tuple[str, ...]:
     """The credential's data classes, never `restricted`, in rank order."""
     granted = set(connection.data_classes)
-    return [c for c in DataClass.grantable() if c in granted]
+    return tuple(c for c in DataClass.grantable() if c in granted)
 
 
-def project_catalogue(connection: Connection) -> QuerySet[Project]:
-    """Projects this credential may select: its workspace, its list, its data classes."""
-    queryset = Project.objects.filter(
-        workspace_id=connection.workspace_id, data_class__in=allowed_data_classes(connection)
-    )
+def agent_scope(connection: Connection, *, grants: frozenset[str] | None = None) -> AgentScope:
+    """The authority a Connection carries, as one value (see workspaces.scope).
+
+    `grants` are the OAuth scopes of the presented credential; by default its role's. A
+    credential limited to a list of projects costs one query for the list (none when
+    `projects` was prefetched); one for every project costs none.
+    """
+    project_ids: frozenset[int] | None = None
     if not connection.all_projects:
-        queryset = queryset.filter(connections=connection)
+        if "projects" in getattr(connection, "_prefetched_objects_cache", {}):
+            project_ids = frozenset(p.pk for p in connection.projects.all())
+        else:
+            project_ids = frozenset(connection.projects.values_list("pk", flat=True))
+    return AgentScope(
+        workspace_id=connection.workspace_id,
+        connection_id=connection.pk,
+        actor=connection.actor,
+        zone=connection.zone.name,
+        trust=connection.zone.trust,
+        role=connection.role,
+        data_classes=allowed_data_classes(connection),
+        project_ids=project_ids,
+        grants=scopes_for_role(connection.role)
+        if grants is None
+        else grants & scopes_for_role(connection.role),
+        expires_at=connection.expires_at,
+        revoked=connection.revoked_at is not None,
+    )
+
+
+def agent_scopes(connection_ids: Iterable[int]) -> dict[int, AgentScope]:
+    """The scopes of several connections in two queries (the consolidator's batch)."""
+    connections = (
+        Connection.objects.filter(pk__in=set(connection_ids))
+        .select_related("zone")
+        .prefetch_related("projects")
+    )
+    return {c.pk: agent_scope(c) for c in connections}
+
+
+def project_catalogue(scope: AgentScope) -> QuerySet[Project]:
+    """Projects this credential may select: its workspace, its list, its data classes."""
+    queryset = Project.objects.filter(workspace_id=scope.workspace_id, data_class__in=scope.data_classes)
+    if scope.project_ids is not None:
+        queryset = queryset.filter(pk__in=scope.project_ids)
     return queryset.order_by("slug")
 
 
-def project_for_agent(connection: Connection, project_id: str) -> Project:
+def project_for_agent(scope: AgentScope, project_id: str) -> Project:
     """Resolve an agent-supplied project id inside the credential's workspace.
 
     `UnknownProject` when the workspace has no such project; `ForbiddenScope` when it exists but
     is outside the credential's catalogue or data classes (restricted projects included).
     """
-    project = Project.objects.filter(workspace_id=connection.workspace_id, slug=project_id).first()
+    project = Project.objects.filter(workspace_id=scope.workspace_id, slug=project_id).first()
     if project is None:
         raise UnknownProject(f"No project {project_id!r} exists in this workspace.")
-    if project.data_class not in allowed_data_classes(connection) or (
-        not connection.all_projects and not connection.projects.filter(pk=project.pk).exists()
+    if not scope.sees_project(
+        workspace_id=project.workspace_id, project_id=project.pk, data_class=project.data_class
     ):
         raise ForbiddenScope(f"Project {project_id!r} is not in this credential's catalogue.")
     return project

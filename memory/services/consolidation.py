@@ -28,8 +28,9 @@ from memory.validation import (
     target_kind_check,
 )
 from workspaces.exceptions import UnforgetterError
-from workspaces.models import Connection, Project, Workspace
-from workspaces.selectors import allowed_data_classes
+from workspaces.models import Project, Workspace
+from workspaces.scope import AgentScope
+from workspaces.selectors import agent_scopes
 
 
 @dataclass
@@ -70,14 +71,6 @@ class Rejection(Exception):
         self.detail = detail[:500]
 
 
-@dataclass
-class _Scope:
-    usable: bool
-    classes: frozenset[str]
-    all_projects: bool
-    projects: frozenset[int]
-
-
 class _Batch:
     """What one batch needs from the database, read once, kept current as the batch applies."""
 
@@ -94,16 +87,12 @@ class _Batch:
                 workspace=workspace, status=Proposal.Status.REJECTED, content_digest__in=digests
             ).values_list("content_digest", flat=True)
         )
-        connection_ids = {p.connection_id for p in proposals} - {None}
-        self.scopes: dict[int, _Scope] = {}
-        connections = Connection.objects.filter(pk__in=connection_ids).prefetch_related("projects")
-        for c in connections:
-            self.scopes[c.pk] = _Scope(
-                usable=c.is_usable(now),
-                classes=frozenset(allowed_data_classes(c)),
-                all_projects=c.all_projects,
-                projects=frozenset(p.pk for p in c.projects.all()),
-            )
+        # Each proposal is decided under its credential's authority as it is now, not as it was
+        # when the proposal was made: a narrowed or revoked credential gets no write through.
+        self.now = now
+        self.scopes: dict[int, AgentScope] = agent_scopes(
+            p.connection_id for p in proposals if p.connection_id is not None
+        )
         self.projects: dict[int, Project] = {
             p.pk: p for p in Project.objects.filter(pk__in={p.project_id for p in proposals})
         }
@@ -131,9 +120,11 @@ def _validate(batch: _Batch, proposal: Proposal) -> Fact | None:
 
     scope = batch.scopes.get(proposal.connection_id or 0)
     project = batch.projects[proposal.project_id]
-    if scope is None or not scope.usable:
+    if scope is None or not scope.usable(batch.now):
         raise Rejection(Proposal.Reason.SCOPE, "The credential was revoked or expired before consolidation.")
-    if project.data_class not in scope.classes or not (scope.all_projects or project.pk in scope.projects):
+    if not scope.sees_project(
+        workspace_id=project.workspace_id, project_id=project.pk, data_class=project.data_class
+    ):
         raise Rejection(Proposal.Reason.SCOPE, "The project is no longer in the credential's catalogue.")
 
     base = batch.facts.get(change.base) if change.base else None
@@ -142,7 +133,9 @@ def _validate(batch: _Batch, proposal: Proposal) -> Fact | None:
             raise Rejection(Proposal.Reason.SCOPE, f"No item {change.base} in project {project.slug}.")
         if base.kind in Kind.protected():
             raise Rejection(Proposal.Reason.PROTECTED_TARGET, f"{change.base} is a protected {base.kind}.")
-        if base.data_class not in scope.classes:
+        if not scope.sees_item(
+            workspace_id=base.workspace_id, project_id=base.project_id, data_class=base.data_class
+        ):
             raise Rejection(Proposal.Reason.SCOPE, f"{change.base} is outside the credential's data classes.")
         try:
             target_kind_check(op=change.op, kind=base.kind)

@@ -40,8 +40,9 @@ from memory.validation import (
     target_kind_check,
 )
 from workspaces.exceptions import DuplicateRequest, ForbiddenScope, InvalidRequest, RateLimited
-from workspaces.models import Connection, Project, TrustZone, Workspace
-from workspaces.selectors import allowed_data_classes, project_for_agent
+from workspaces.models import Project, Workspace
+from workspaces.scope import AgentScope
+from workspaces.selectors import project_for_agent
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ def _replay(
     return Submitted(proposal=existing, duplicate=True, same_content=same)
 
 
-def _evidence_check(evidence: Sequence[Mapping[str, Any]], zone: TrustZone) -> list[dict[str, Any]]:
+def _evidence_check(evidence: Sequence[Mapping[str, Any]], scope: AgentScope) -> list[dict[str, Any]]:
     """Evidence as stored: what was claimed and what it counts as. A low-trust zone's claims of
     `trusted` count as untrusted: trust is never raised by asserting it."""
     if not evidence:
@@ -153,7 +154,7 @@ def _evidence_check(evidence: Sequence[Mapping[str, Any]], zone: TrustZone) -> l
                 f"evidence[{index}] is too long: refs up to {MAX_EVIDENCE_REF}, texts up to "
                 f"{MAX_EVIDENCE_TEXT} characters."
             )
-        counted = UNTRUSTED if zone.is_low_trust else claimed
+        counted = UNTRUSTED if scope.is_low_trust else claimed
         entry: dict[str, Any] = {"claimed": claimed, "trust": counted}
         if ref:
             entry["ref"] = ref
@@ -163,19 +164,21 @@ def _evidence_check(evidence: Sequence[Mapping[str, Any]], zone: TrustZone) -> l
     return stored
 
 
-def _target_resolve(connection: Connection, project: Project, change: CheckedChange) -> Fact | None:
+def _target_resolve(scope: AgentScope, project: Project, change: CheckedChange) -> Fact | None:
     """The item an update, close or retraction applies to, as this credential may see it."""
     if not change.base:
         return None
-    fact = Fact.objects.filter(workspace_id=connection.workspace_id, ref=change.base).only(
-        "id", "ref", "kind", "state", "data_class", "project_id", "taint"
+    fact = Fact.objects.filter(workspace_id=scope.workspace_id, ref=change.base).only(
+        "id", "workspace_id", "ref", "kind", "state", "data_class", "project_id", "taint"
     )
     found = fact.first()
     if found is not None and found.kind in Kind.protected():
         target_kind_check(op=change.op, kind=found.kind)  # raises ProtectedTarget
     if found is None or found.project_id != project.pk:
         raise InvalidRequest(f"No item {change.base!r} in project {project.slug!r}.")
-    if found.data_class not in allowed_data_classes(connection):
+    if not scope.sees_item(
+        workspace_id=found.workspace_id, project_id=found.project_id, data_class=found.data_class
+    ):
         raise ForbiddenScope(
             f"Item {change.base!r} is outside this credential's data classes.",
             action="Do not retry. Propose only changes to items get_context or search_memory returned.",
@@ -184,12 +187,12 @@ def _target_resolve(connection: Connection, project: Project, change: CheckedCha
     return found
 
 
-def _rate_check(connection: Connection) -> None:
+def _rate_check(scope: AgentScope) -> None:
     per_minute = settings.UNFORGETTER.get("PROPOSE_RATE_PER_MINUTE") or 0
     if per_minute <= 0:
         return
     window = int(timezone.now().timestamp() // 60)
-    key = f"unforgetter:propose-rate:{connection.pk}:{window}"
+    key = f"unforgetter:propose-rate:{scope.connection_id}:{window}"
     cache.add(key, 0, timeout=120)
     if cache.incr(key) > per_minute:
         raise RateLimited(
@@ -199,7 +202,7 @@ def _rate_check(connection: Connection) -> None:
 
 def proposal_submit(
     *,
-    connection: Connection,
+    scope: AgentScope,
     project_id: str,
     request_id: str,
     op: str,
@@ -215,7 +218,7 @@ def proposal_submit(
     tainted; the taint is the maximum of those. Evidence refs are looked up among our own items
     (citations) and never fetched. Consolidation is enqueued when the insert commits.
     """
-    if not connection.can_propose:
+    if not scope.can_propose:
         raise ForbiddenScope(
             "This credential is read-only: it may read memory but not propose changes.",
             action="Do not retry. Ask the workspace owner for a contributor credential.",
@@ -223,17 +226,16 @@ def proposal_submit(
     if not REQUEST_ID_RE.match(request_id):
         raise InvalidRequest("request_id must be 8-128 characters of A-Z a-z 0-9 . _ : -")
     change_args = {"op": op, "text": text, "target": target, "supersedes": supersedes, "kind": kind}
-    workspace_id = connection.workspace_id
-    existing = _existing(workspace_id, connection.actor, request_id)
+    workspace_id = scope.workspace_id
+    existing = _existing(workspace_id, scope.actor, request_id)
     if existing is not None:
         return _replay(existing, project_id=project_id, change=change_args, evidence=evidence)
-    _rate_check(connection)
+    _rate_check(scope)
 
     change = change_check(op=op, text=text, target=target, supersedes=supersedes, kind=kind)
-    project = project_for_agent(connection, project_id)
-    target_fact = _target_resolve(connection, project, change)
-    zone = connection.zone
-    stored_evidence = _evidence_check(evidence, zone)
+    project = project_for_agent(scope, project_id)
+    target_fact = _target_resolve(scope, project, change)
+    stored_evidence = _evidence_check(evidence, scope)
     if target_fact is not None and change.op == Proposal.Op.UPDATE_FACT and not change.kind:
         change = CheckedChange(
             op=change.op, kind=target_fact.kind, text=change.text, target=change.target, base=change.base
@@ -249,7 +251,7 @@ def proposal_submit(
             entry["cites"] = ref
     taint = max(
         [
-            Taint.UNTRUSTED if zone.is_low_trust else Taint.CLEAN,
+            Taint.UNTRUSTED if scope.is_low_trust else Taint.CLEAN,
             *(Taint.UNTRUSTED if e["trust"] == UNTRUSTED else Taint.CLEAN for e in stored_evidence),
             *cited.values(),
         ]
@@ -258,9 +260,9 @@ def proposal_submit(
     proposal = Proposal(
         workspace_id=workspace_id,
         project=project,
-        connection=connection,
-        actor=connection.actor,
-        zone=zone.name,
+        connection_id=scope.connection_id,
+        actor=scope.actor,
+        zone=scope.zone,
         request_id=request_id,
         op=change.op,
         kind=change.kind,
@@ -295,7 +297,7 @@ def proposal_submit(
     except IntegrityError:
         # A concurrent replay committed first: the unique (workspace, actor, request_id)
         # constraint is the last word on replays, and the transaction above left nothing behind.
-        existing = _existing(workspace_id, connection.actor, request_id)
+        existing = _existing(workspace_id, scope.actor, request_id)
         if existing is None:
             raise
         return _replay(existing, project_id=project_id, change=change_args, evidence=evidence)

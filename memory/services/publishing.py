@@ -9,7 +9,8 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from memory.models import ContextRequest, Proposal, Publication
-from workspaces.models import Connection, Project, Workspace
+from workspaces.models import Project, Workspace
+from workspaces.scope import AgentScope
 
 # Heartbeat publications (nothing changed) older than this are pruned; changed ones are kept.
 HEARTBEAT_RETENTION = timedelta(days=1)
@@ -93,7 +94,7 @@ def publication_heartbeat(*, now: datetime | None = None) -> int:
 def context_request_record(
     *,
     context_id: str,
-    connection: Connection,
+    scope: AgentScope,
     project: Project,
     task: str,
     publication_version: int,
@@ -108,10 +109,10 @@ def context_request_record(
         [
             ContextRequest(
                 context_id=context_id,
-                workspace_id=connection.workspace_id,
+                workspace_id=scope.workspace_id,
                 project=project,
-                connection=connection,
-                actor=connection.actor,
+                connection_id=scope.connection_id,
+                actor=scope.actor,
                 task=task[:500],
                 publication_version=publication_version,
                 refs=refs,

@@ -16,6 +16,7 @@ from django.test import Client
 from memory.models import Proposal
 from memory.services import consolidation_run, proposal_reject, proposal_submit
 from workspaces.models import Connection, DataClass, Membership, Project, Workspace
+from workspaces.selectors import agent_scope
 from workspaces.services import token_issue
 
 UNTRUSTED_EVIDENCE = [{"ref": "https://status.example.com/incidents/42", "trust": "untrusted"}]
@@ -79,7 +80,7 @@ def make_proposal(
     workspace = project.workspace
     connection = connection or agent(workspace, actor=actor, zone=zone)
     submitted = proposal_submit(
-        connection=connection,
+        scope=agent_scope(connection),
         project_id=project.slug,
         request_id=f"req-{next(_request_ids):06d}",
         op=op,

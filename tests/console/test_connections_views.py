@@ -75,7 +75,7 @@ def test_issuing_a_token_shows_it_once_with_client_snippets(owner: Client, tenan
     assert token is not None
     found = authenticate(token.group(1))
     assert found is not None
-    connection = found[0]
+    connection = Connection.objects.get(pk=found[0].connection_id)
     assert connection.actor == "claude-code@alice"
     assert connection.created_by == tenant.owner
     for client in ("Claude Code", "Cursor", "VS Code", "Codex", "ChatGPT", "Inspector"):

@@ -1,7 +1,7 @@
 """The read paths' query counts, pinned: a change that adds a query per item or per call shows here.
 
-The handlers are called exactly as the tools call them, with the Connection the token verifier
-loads (workspace and zone joined in), so the counts are those of a real request after auth.
+The handlers are called exactly as the tools call them, with the AgentScope the token verifier
+resolves, so the counts are those of a real request after auth.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from memory.search import common_terms
 from tests.conftest import Tenant
 from tests.readpath import _fresh_bundle_cache, add_item  # noqa: F401
 from workspaces.exceptions import InvalidCursor
-from workspaces.models import Connection
+from workspaces.scope import AgentScope
 from workspaces.selectors import connection_for_bearer
 
 pytestmark = pytest.mark.django_db
@@ -28,10 +28,10 @@ def _common_terms_loaded() -> None:
     common_terms.get()
 
 
-def _as_verified(token: str) -> Connection:
+def _as_verified(token: str) -> AgentScope:
     found = connection_for_bearer(token)
     assert found is not None
-    return found[0]
+    return found.scope()
 
 
 @pytest.fixture
@@ -51,20 +51,20 @@ def memory(tenant: Tenant) -> Tenant:
 @pytest.mark.parametrize("all_projects", [True, False])
 def test_list_projects_queries(memory: Tenant, django_assert_num_queries, all_projects: bool) -> None:
     token, _ = memory.issue(projects=None if all_projects else ["handbook", "platform"])
-    connection = _as_verified(token)
+    scope = _as_verified(token)
     with django_assert_num_queries(1):
-        result = _list_projects(connection, ListProjectsArgs())
+        result = _list_projects(scope, ListProjectsArgs())
     assert len(result["projects"]) == 2
 
 
 def test_get_context_queries_when_compiled(memory: Tenant, django_assert_num_queries) -> None:
     token, _ = memory.issue()
-    connection = _as_verified(token)
+    scope = _as_verified(token)
     args = GetContextArgs(project_id="platform", task="deploy the release train")
     # project, publication, the standing items (policies, open threads, newest facts: one
     # statement), one ranking of facts and methods, the ranked rows, the ContextRequest insert.
     with django_assert_num_queries(COMPILED):
-        bundle = _get_context(connection, args)
+        bundle = _get_context(scope, args)
     assert bundle["facts"]
     assert bundle["policies"]
     assert bundle["open_threads"]
@@ -73,50 +73,50 @@ def test_get_context_queries_when_compiled(memory: Tenant, django_assert_num_que
 
 def test_get_context_queries_when_cached(memory: Tenant, django_assert_num_queries) -> None:
     token, _ = memory.issue()
-    connection = _as_verified(token)
+    scope = _as_verified(token)
     args = GetContextArgs(project_id="platform", task="deploy the release train")
-    first = _get_context(connection, args)
+    first = _get_context(scope, args)
     with django_assert_num_queries(CACHED):  # project, publication
-        again = _get_context(connection, args)
+        again = _get_context(scope, args)
     assert again["context_id"] == first["context_id"]
 
 
 def test_get_context_queries_with_a_project_list(memory: Tenant, django_assert_num_queries) -> None:
     token, _ = memory.issue(projects=["platform"])
-    connection = _as_verified(token)
+    found = connection_for_bearer(token)
+    assert found is not None
     args = GetContextArgs(project_id="platform", task="deploy the release train")
-    with django_assert_num_queries(COMPILED + 1):  # the project-list membership check
-        _get_context(connection, args)
+    # The credential's project list, read once when its scope is resolved.
+    with django_assert_num_queries(COMPILED + 1):
+        _get_context(found.scope(), args)
 
 
 def test_search_memory_queries(memory: Tenant, django_assert_num_queries) -> None:
     token, _ = memory.issue()
-    connection = _as_verified(token)
+    scope = _as_verified(token)
     with django_assert_num_queries(SEARCH):  # project, ranking, rows (and excerpts)
-        page = _search_memory(connection, SearchMemoryArgs(project_id="platform", query="deploy"))
+        page = _search_memory(scope, SearchMemoryArgs(project_id="platform", query="deploy"))
     assert len(page["results"]) == 10
     assert page["cursor"]
     with django_assert_num_queries(SEARCH):
-        _search_memory(
-            connection, SearchMemoryArgs(project_id="platform", query="deploy", cursor=page["cursor"])
-        )
+        _search_memory(scope, SearchMemoryArgs(project_id="platform", query="deploy", cursor=page["cursor"]))
 
 
 def test_search_memory_queries_by_ref(memory: Tenant, django_assert_num_queries) -> None:
     token, _ = memory.issue()
-    connection = _as_verified(token)
+    scope = _as_verified(token)
     item = add_item(memory.projects["platform"], "Feature flags live in the flags service.")
     with django_assert_num_queries(2):  # project, the item
-        page = _search_memory(connection, SearchMemoryArgs(project_id="platform", query=item.ref))
+        page = _search_memory(scope, SearchMemoryArgs(project_id="platform", query=item.ref))
     assert [r["ref"] for r in page["results"]] == [item.ref]
 
 
 def test_search_memory_refuses_a_bad_cursor_before_searching(
     memory: Tenant, django_assert_num_queries
 ) -> None:
-    token, connection = memory.issue()
-    other = cursor_make(connection=connection, project=memory.projects["handbook"], query="deploy", offset=10)
+    token, _ = memory.issue()
     verified = _as_verified(token)
+    other = cursor_make(scope=verified, project=memory.projects["handbook"], query="deploy", offset=10)
     with (
         django_assert_num_queries(1),
         pytest.raises(InvalidCursor, match="another project"),

@@ -18,6 +18,7 @@ from memory.tasks import publish_heartbeat
 from tests.conftest import Tenant
 from tests.processes import database_url_for_tests, process_env, start, stop, wait_until
 from unforgetter.celery import app as celery_app
+from workspaces.selectors import agent_scope
 
 BROKER = "redis://127.0.0.1:6379/3"
 
@@ -78,7 +79,7 @@ def test_celery_worker_publishes_proposals_and_the_heartbeat(
     _, connection = tenant.issue()
     refs = [
         proposal_submit(
-            connection=connection,
+            scope=agent_scope(connection),
             project_id="platform",
             request_id=f"celery-{uuid.uuid4()}",
             op="add_fact",

@@ -23,6 +23,7 @@ from memory.services import (
 from tests.conftest import Tenant
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Connection
+from workspaces.selectors import agent_scope
 from workspaces.services import connection_revoke
 
 pytestmark = pytest.mark.django_db
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.django_db
 def submit(connection: Connection, text: str = "Builds cache to S3.", **change: Any) -> Proposal:
     evidence = change.pop("evidence", [{"ref": "ci/config.yml", "trust": "trusted"}])
     return proposal_submit(
-        connection=connection,
+        scope=agent_scope(connection),
         project_id=change.pop("project_id", "platform"),
         request_id=f"t-{uuid.uuid4()}",
         op=change.pop("op", "add_fact"),
@@ -182,19 +183,19 @@ def test_each_proposal_is_consolidated_once_however_often_the_consolidator_runs(
 def test_publishing_changes_the_bundle_and_heartbeats_do_not(tenant: Tenant) -> None:
     _, connection = tenant.issue()
     project = tenant.projects["platform"]
-    first = context_for_agent(connection=connection, project=project, task="queues")
+    first = context_for_agent(scope=agent_scope(connection), project=project, task="queues")
     Publication.objects.filter(workspace=tenant.workspace).update(
         compiled_at=timezone.now() - timedelta(hours=1)
     )
     assert publication_heartbeat() >= 1
-    after_heartbeat = context_for_agent(connection=connection, project=project, task="queues")
+    after_heartbeat = context_for_agent(scope=agent_scope(connection), project=project, task="queues")
     assert after_heartbeat["context_id"] == first["context_id"]
     assert after_heartbeat["freshness"]["compiled_at"] != first["freshness"]["compiled_at"]
     assert after_heartbeat["freshness"]["stale"] is False
 
     submit(connection, "Queues are FIFO by default.")
     run(tenant)
-    published = context_for_agent(connection=connection, project=project, task="queues")
+    published = context_for_agent(scope=agent_scope(connection), project=project, task="queues")
     assert published["context_id"] != first["context_id"]
     assert [f["text"] for f in published["facts"]] == ["Queues are FIFO by default."]
 
@@ -220,7 +221,9 @@ def test_a_bundle_older_than_the_cadence_is_marked_stale(tenant: Tenant) -> None
     Publication.objects.filter(workspace=tenant.workspace).update(
         compiled_at=timezone.now() - cadence - timedelta(seconds=1)
     )
-    bundle = context_for_agent(connection=connection, project=tenant.projects["platform"], task="anything")
+    bundle = context_for_agent(
+        scope=agent_scope(connection), project=tenant.projects["platform"], task="anything"
+    )
     assert bundle["freshness"]["stale"] is True
     assert [w["code"] for w in bundle["warnings"]] == ["stale_replica"]
 
@@ -269,7 +272,7 @@ def test_proposals_beyond_the_rate_limit_are_refused(tenant: Tenant) -> None:
             submit(connection, "Three.")
         # A replay is an answer, not a new proposal: it is never rate-limited.
         again = proposal_submit(
-            connection=connection,
+            scope=agent_scope(connection),
             project_id="platform",
             request_id=first.request_id,
             op="add_fact",

@@ -24,6 +24,7 @@ from memory.services import fact_create, proposal_submit
 from tests.conftest import Tenant
 from tests.processes import database_url_for_tests, manage, process_env, start, stop, wait_until
 from tests.seed import seed_proposals
+from workspaces.selectors import agent_scope
 
 TOTAL = 5_000
 BASES = 20
@@ -58,7 +59,7 @@ def _seed(tenant: Tenant) -> list[Fact]:
     seed_proposals(connection=claude, project=project, specs=specs[:-3])
     for spec in specs[-3:]:
         proposal_submit(
-            connection=claude,
+            scope=agent_scope(claude),
             project_id="platform",
             request_id=f"tail-{uuid.uuid4()}",
             op=spec["op"],

@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 from memory.models import Proposal
 from memory.services import proposal_submit, publication_record
 from tests.conftest import Tenant
+from workspaces.selectors import agent_scope
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +20,7 @@ def ledger(tenant: Tenant) -> list[Proposal]:
     _, connection = tenant.issue()
     return [
         proposal_submit(
-            connection=connection,
+            scope=agent_scope(connection),
             project_id="platform",
             request_id=f"l-{uuid.uuid4()}",
             op="add_fact",

@@ -12,7 +12,7 @@ from memory.context import context_for_agent
 from memory.selectors import search_for_agent
 from tests.conftest import Tenant
 from tests.readpath import _fresh_bundle_cache, add_item  # noqa: F401
-from workspaces.selectors import project_for_agent
+from workspaces.selectors import agent_scope, project_for_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -47,8 +47,8 @@ def test_words_in_most_items_do_not_decide_the_ranking(tenant: Tenant, fresh_sta
     assert "platform" in search.common_terms.get()
 
     _, conn = tenant.issue()
-    project = project_for_agent(conn, "platform")
-    bundle = context_for_agent(connection=conn, project=project, task="platform kafka rebalancing")
+    project = project_for_agent(agent_scope(conn), "platform")
+    bundle = context_for_agent(scope=agent_scope(conn), project=project, task="platform kafka rebalancing")
     assert bundle["facts"][0]["ref"] == kafka.ref
     assert [
         p
@@ -64,8 +64,8 @@ def test_search_still_finds_a_common_word(tenant: Tenant, fresh_statistics) -> N
         cursor.execute("ANALYZE memory_fact")
     search.common_terms.clear()
     _, conn = tenant.issue()
-    project = project_for_agent(conn, "platform")
-    page = search_for_agent(connection=conn, project=project, query="platform")
+    project = project_for_agent(agent_scope(conn), "platform")
+    page = search_for_agent(scope=agent_scope(conn), project=project, query="platform")
     assert len(page["results"]) == 10
     assert "cursor" in page
 
@@ -73,6 +73,6 @@ def test_search_still_finds_a_common_word(tenant: Tenant, fresh_statistics) -> N
 def test_a_task_of_only_stop_words_still_gets_recent_facts(tenant: Tenant) -> None:
     item = add_item(tenant.projects["platform"], "Deploys go through the release train.")
     _, conn = tenant.issue()
-    project = project_for_agent(conn, "platform")
-    bundle = context_for_agent(connection=conn, project=project, task="the and of to")
+    project = project_for_agent(agent_scope(conn), "platform")
+    bundle = context_for_agent(scope=agent_scope(conn), project=project, task="the and of to")
     assert [f["ref"] for f in bundle["facts"]] == [item.ref]

@@ -11,6 +11,7 @@ from django.core import signing
 from memory.cursors import _SALT, cursor_make
 from tests.conftest import LiveServer, Tenant
 from tests.readpath import RecordingMCPClient, _fresh_bundle_cache, add_item, sdk_factory  # noqa: F401
+from workspaces.selectors import agent_scope
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -90,7 +91,7 @@ def test_an_expired_cursor_is_refused(tenant: Tenant, sdk, mode: str) -> None:
     _items(tenant, "platform", 12)
     token, connection = tenant.issue()
     project = tenant.projects["platform"]
-    fresh = cursor_make(connection=connection, project=project, query="webhook", offset=10)
+    fresh = cursor_make(scope=agent_scope(connection), project=project, query="webhook", offset=10)
     payload = signing.loads(fresh, salt=_SALT)
     old = _SignedAnHourAgo(salt=_SALT).sign_object(payload, compress=True)
     client = sdk(token, mode)
@@ -129,7 +130,7 @@ def test_a_cursor_forged_far_past_the_end_yields_an_empty_page(tenant: Tenant, s
     _items(tenant, "platform", 3)
     token, connection = tenant.issue()
     cursor = cursor_make(
-        connection=connection, project=tenant.projects["platform"], query="webhook", offset=10**9
+        scope=agent_scope(connection), project=tenant.projects["platform"], query="webhook", offset=10**9
     )
     result = sdk(token, mode).call(
         "search_memory", {"project_id": "platform", "query": "webhook", "cursor": cursor}

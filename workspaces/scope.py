@@ -1,0 +1,86 @@
+"""What an agent credential may see and do: one value, resolved once per request, passed down.
+
+`AgentScope` is the credential's authority as data: its workspace, actor and trust zone, its role
+and OAuth grants, the data classes it may see (never `restricted`) and its projects (or every
+project of those classes). Every agent-facing read and write decides visibility through its
+predicates, so a change to scoping is made here and nowhere else; `workspaces.selectors` resolves
+it from a Connection (`agent_scope`) and turns it into querysets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from workspaces.models import DataClass, TrustZone
+from workspaces.scopes import SCOPE_PROPOSE, SCOPE_READ
+
+
+@dataclass(frozen=True, slots=True)
+class AgentScope:
+    workspace_id: int
+    connection_id: int
+    actor: str
+    zone: str
+    trust: str
+    role: str
+    # Rank order, only grantable classes: `restricted` can never be in it.
+    data_classes: tuple[str, ...]
+    # None: every project whose data class is allowed, including future ones.
+    project_ids: frozenset[int] | None
+    # The OAuth scopes the request's credential carries (a personal token: its role's).
+    grants: frozenset[str]
+    expires_at: datetime
+    revoked: bool = False
+
+    # --- the credential ------------------------------------------------------------------------
+
+    def usable(self, now: datetime) -> bool:
+        return not self.revoked and self.expires_at > now
+
+    @property
+    def is_low_trust(self) -> bool:
+        return self.trust == TrustZone.Trust.LOW
+
+    @property
+    def can_read(self) -> bool:
+        return SCOPE_READ in self.grants
+
+    @property
+    def can_propose(self) -> bool:
+        """Contributor role and the memory:propose grant (an OAuth consent may withhold it)."""
+        return SCOPE_PROPOSE in self.grants
+
+    # --- what it may see -----------------------------------------------------------------------
+
+    def sees_data_class(self, data_class: str) -> bool:
+        return data_class in self.data_classes and data_class != DataClass.RESTRICTED
+
+    def lists_project(self, project_id: int) -> bool:
+        """Whether the project is on the credential's list (or the list is every project)."""
+        return self.project_ids is None or project_id in self.project_ids
+
+    def sees_project(self, *, workspace_id: int, project_id: int, data_class: str) -> bool:
+        """A project is visible in the credential's workspace, on its list, of an allowed class."""
+        return (
+            workspace_id == self.workspace_id
+            and self.sees_data_class(data_class)
+            and self.lists_project(project_id)
+        )
+
+    def sees_item(self, *, workspace_id: int, project_id: int, data_class: str) -> bool:
+        """An item is visible in a visible project when its own data class is allowed too.
+
+        The project's class is checked when the project is resolved (`project_for_agent`); an
+        item may carry a class of its own, stricter than its project's.
+        """
+        return (
+            workspace_id == self.workspace_id
+            and self.lists_project(project_id)
+            and self.sees_data_class(data_class)
+        )
+
+    def fingerprint(self) -> str:
+        """Everything that decides what this credential may see, for cache keys bound to it."""
+        projects = "*" if self.project_ids is None else ",".join(map(str, sorted(self.project_ids)))
+        return f"{self.workspace_id}:{self.connection_id}:{','.join(self.data_classes)}:{projects}"
