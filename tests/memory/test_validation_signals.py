@@ -5,7 +5,7 @@
 Three corpora drive the tests: BENIGN texts must produce no signal at all, INJECTIONS must produce an
 injection signal with the expected label, and SECRETS must produce a secret signal with the expected
 label whose ``detail`` never contains the secret. The borderline rule the benign and attack corpora
-pin down is documented in the module docstring of ``memory.validation_signals``.
+pin down is documented in ``docs/detectors.md``.
 """
 
 from __future__ import annotations
