@@ -9,7 +9,7 @@ written up in ``docs/detectors.md``.
 from __future__ import annotations
 
 from memory.detectors.injection import find_injection
-from memory.detectors.normalise import normalise
+from memory.detectors.normalisation import normalise
 from memory.detectors.secrets import find_secret
 from memory.detectors.signal import Signal
 

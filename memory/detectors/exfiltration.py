@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from memory.detectors.normalise import (
+from memory.detectors.normalisation import (
     WORD_STRIP,
     Gated,
     View,

@@ -11,7 +11,7 @@ from memory.detectors.exfiltration import find_exfiltration
 from memory.detectors.hidden_unicode import find_hidden_unicode
 from memory.detectors.injection_markup import find_role_markup, find_tool_call
 from memory.detectors.injection_override import find_jailbreak, find_override
-from memory.detectors.normalise import prepare
+from memory.detectors.normalisation import prepare
 from memory.detectors.signal import KIND_INJECTION, Signal
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from memory.detectors.normalise import Gated, View, word_set
+from memory.detectors.normalisation import Gated, View, word_set
 
 # All of these start with a literal character, so the regex engine skips ahead quickly.
 _ANGLE_TOOL_RE: Final = re.compile(

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from memory.detectors.normalise import (
+from memory.detectors.normalisation import (
     WORD_STRIP,
     Gated,
     View,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from memory.detectors.normalise import word_set
+from memory.detectors.normalisation import word_set
 from memory.detectors.signal import KIND_SECRET, Signal
 
 _PLACEHOLDER_WORDS_RE: Final = re.compile(
