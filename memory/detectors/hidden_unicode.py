@@ -10,6 +10,7 @@ import re
 import unicodedata
 from typing import Final
 
+from memory.detectors.normalisation import is_variation_selector
 from memory.detectors.signal import KIND_INJECTION, Signal
 
 _HIDDEN_CANDIDATE_RE: Final = re.compile(
@@ -30,11 +31,6 @@ _FLAG_TAG_SEQUENCE_RE: Final = re.compile(
 _RTL_RE: Final = re.compile(
     "[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff]"
 )
-
-
-def _is_variation_selector(char: str) -> bool:
-    code = ord(char)
-    return 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF
 
 
 def _is_emoji_part(char: str) -> bool:
@@ -71,12 +67,12 @@ def _hidden_char_is_benign(text: str, index: int, flag_spans: list[tuple[int, in
         return _is_joining_script(prev_char) and _is_joining_script(next_char)
     if code in (0x200E, 0x200F, 0x061C):  # LRM / RLM / ALM in genuinely bidirectional text
         return _RTL_RE.search(text) is not None
-    if _is_variation_selector(char):  # a single selector right after a visible base character
+    if is_variation_selector(char):  # a single selector right after a visible base character
         return (
             bool(prev_char)
             and not prev_char.isspace()
-            and not _is_variation_selector(prev_char)
-            and not (next_char and _is_variation_selector(next_char))
+            and not is_variation_selector(prev_char)
+            and not (next_char and is_variation_selector(next_char))
         )
     if code == 0x180E:
         return bool(prev_char) and 0x1800 <= ord(prev_char) <= 0x18AF

@@ -43,13 +43,55 @@ WORD_STRIP: Final = "'\"`*_“”‘’«»,"
 
 
 # ---------------------------------------------------------------------------------------------------
+# Invisible characters (also what the review console marks as hidden)
+# ---------------------------------------------------------------------------------------------------
+
+# Letters and marks that render as nothing although they are not format characters: the combining
+# grapheme joiner and the Hangul fillers.
+_BLANK_LETTERS: Final = "\u034f\u115f\u1160\u3164\uffa0"
+# Invisible code points whose Unicode category does not give them away (U+180E, the Mongolian vowel
+# separator, has been a format character only since Unicode 6.3): the blank letters, U+180E and
+# the braille blank.
+_INVISIBLE_EXTRA: Final = frozenset(map(ord, _BLANK_LETTERS)) | {0x180E, 0x2800}
+# Whitespace an editor shows as such.
+_ORDINARY: Final = frozenset("\n\t ")
+
+
+def is_variation_selector(char: str) -> bool:
+    """Whether ``char`` is a variation selector (VS1-VS16, or VS17-VS256 in the supplement)."""
+    code = ord(char)
+    return 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF
+
+
+def is_hidden(char: str) -> bool:
+    """Whether a reader would not see this character for what it is.
+
+    The review console replaces every such character with a visible marker. This is broader than
+    what normalisation removes: it includes controls, private-use and unassigned code points, and
+    every space other than a plain one.
+    """
+    if char in _ORDINARY:
+        return False
+    if ord(char) in _INVISIBLE_EXTRA:
+        return True
+    if is_variation_selector(char):
+        return True
+    category = unicodedata.category(char)
+    # Cf: format (zero-width, bidi controls, tag characters, soft hyphen); Cc: controls;
+    # Co/Cn: private use and unassigned; Zs/Zl/Zp other than a plain space: look-alike spaces.
+    return category in {"Cf", "Cc", "Co", "Cn", "Zs", "Zl", "Zp"}
+
+
+# ---------------------------------------------------------------------------------------------------
 # Normalisation
 # ---------------------------------------------------------------------------------------------------
 
 # Invisible characters removed before matching (a superset of what ``hidden_unicode`` reports).
+# Spaces and controls are not removed: whitespace is collapsed later and line breaks matter to the
+# line-start rules. The review console's notion of hidden is broader still: see ``is_hidden``.
 _INVISIBLE_RE: Final = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
+    f"[{_BLANK_LETTERS}\u00ad\u061c\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\ufe00-\ufe0f\ufeff\ufff9-\ufffb"
     "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
 )
 _ODD_NEWLINES_RE: Final = re.compile("\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
