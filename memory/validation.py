@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory.detectors import Signal, normalise, scan
 from memory.models import Kind, Proposal
-from memory.validation_signals import Signal, normalise, scan
 from workspaces.exceptions import InvalidRequest, ProtectedTarget
 
 MAX_TEXT = 8_000

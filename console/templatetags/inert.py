@@ -3,6 +3,8 @@
 Nothing an agent wrote is ever rendered as HTML or markdown. Characters a reader cannot see
 (zero-width, bidirectional overrides, Unicode tag characters, odd spaces, controls) are replaced
 by a visible marker such as `⟨U+202E⟩`, so a reviewer sees exactly what a model would read.
+Which characters count as hidden is decided by `memory.detectors.normalisation.is_hidden`, next to
+the detectors' own list of invisible characters.
 """
 
 from __future__ import annotations
@@ -14,35 +16,9 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from memory.detectors.normalisation import is_hidden
+
 register = template.Library()
-
-# Visible whitespace an editor shows as such; everything else unusual is made visible.
-_ORDINARY = {"\n", "\t", " "}
-# Invisible although not in a "format" or "control" category.
-_INVISIBLE_EXTRA = {
-    0x034F,  # combining grapheme joiner
-    0x115F,
-    0x1160,
-    0x3164,
-    0xFFA0,  # Hangul fillers
-    0x2800,  # braille blank
-    0x180E,  # Mongolian vowel separator
-}
-
-
-def is_hidden(char: str) -> bool:
-    """Whether a reader would not see this character for what it is."""
-    if char in _ORDINARY:
-        return False
-    code = ord(char)
-    if code in _INVISIBLE_EXTRA:
-        return True
-    if 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF:  # variation selectors
-        return True
-    category = unicodedata.category(char)
-    # Cf: format (zero-width, bidi controls, tag characters, soft hyphen); Cc: controls;
-    # Co/Cn: private use and unassigned; Zs/Zl/Zp other than a plain space: look-alike spaces.
-    return category in {"Cf", "Cc", "Co", "Cn", "Zs", "Zl", "Zp"}
 
 
 def _marker(char: str) -> str:

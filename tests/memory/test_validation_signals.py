@@ -1,11 +1,11 @@
 # ruff: noqa: RUF001
 # (The corpus deliberately contains Cyrillic, Greek, CJK and full-width characters.)
-"""Corpus tests for ``memory.validation_signals`` (pure Python, no Django needed).
+"""Corpus tests for ``memory.detectors`` (pure Python, no Django needed).
 
 Three corpora drive the tests: BENIGN texts must produce no signal at all, INJECTIONS must produce an
 injection signal with the expected label, and SECRETS must produce a secret signal with the expected
 label whose ``detail`` never contains the secret. The borderline rule the benign and attack corpora
-pin down is documented in the module docstring of ``memory.validation_signals``.
+pin down is documented in ``docs/detectors.md``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import dataclasses
 
 import pytest
 
-from memory.validation_signals import Signal, find_injection, find_secret, normalise, scan
+from memory.detectors import Signal, find_injection, find_secret, normalise, scan
 
 # A deterministic, high-entropy-looking alphabet for building fake credentials of exact lengths.
 _ALPHABET = "Q7mZ2rV9kT4xB8nC1wL6pF3hJ5sD0gYaRu"
