@@ -12,14 +12,14 @@ from django.utils.dateparse import parse_datetime
 
 from memory import search
 from memory.models import ContextRequest, Fact, Kind, Proposal, Publication, State
-from memory.selectors import REF_RE
+from memory.refs import is_ref
+from memory.rules import TARGETED_OPS
 from workspaces.exceptions import NotFound
 from workspaces.models import AuditEvent, Connection, DataClass, Project, Workspace
 
 # Held proposals: quarantined ones are tainted and not validated by the consolidator yet (they
 # can be rejected, not approved); awaiting_review ones passed validation and wait for a decision.
 REVIEW_STATUSES = (Proposal.Status.QUARANTINED, Proposal.Status.AWAITING_REVIEW)
-TARGETED_OPS = (Proposal.Op.UPDATE_FACT, Proposal.Op.CLOSE_THREAD, Proposal.Op.REJECT)
 
 
 @dataclass
@@ -138,7 +138,7 @@ def proposal_target(proposal: Proposal) -> Fact | None:
 def target_is_current(fact: Fact) -> bool:
     """Whether a proposal based on `fact` can still be published: as `proposal_approve` decides,
     a thread must still be open and any other item active; otherwise approval is a conflict."""
-    return fact.state == (State.OPEN if fact.kind == Kind.THREAD else State.ACTIVE)
+    return fact.is_live
 
 
 def target_successor(fact: Fact) -> Fact | None:
@@ -196,7 +196,7 @@ def memory_items(workspace: Workspace, filters: dict[str, Any]) -> QuerySet[Fact
         states = [state]
         queryset = queryset.filter(state=state)
     query = (filters.get("q") or "").strip()
-    if query and REF_RE.match(query):
+    if query and is_ref(query):
         queryset = queryset.filter(ref=query)
     elif query and project is not None and search.terms(query):
         hits = search.rank(

@@ -11,19 +11,22 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcpbridge.auth import SCOPE_PROPOSE, SCOPE_READ
 from mcpbridge.server import build_server
-
-LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
-LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+from workspaces.net import loopback_netlocs
 
 
 def transport_security() -> TransportSecuritySettings:
     """DNS-rebinding protection: only our public host and loopback, plus configured extras."""
     public = urlsplit(settings.PUBLIC_URL)
     configured = settings.UNFORGETTER
+    loopback = loopback_netlocs()
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=[public.netloc, *LOOPBACK_HOSTS, *configured["MCP_ALLOWED_HOSTS"]],
-        allowed_origins=[settings.PUBLIC_URL, *LOOPBACK_ORIGINS, *configured["MCP_ALLOWED_ORIGINS"]],
+        allowed_hosts=[public.netloc, *loopback, *configured["MCP_ALLOWED_HOSTS"]],
+        allowed_origins=[
+            settings.PUBLIC_URL,
+            *(f"http://{host}" for host in loopback if host.endswith(":*")),
+            *configured["MCP_ALLOWED_ORIGINS"],
+        ],
     )
 
 

@@ -19,13 +19,33 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from memory.validation import (
+from memory.refs import MAX_REF_LENGTH, REF_PATTERN
+from memory.rules import (
     MAX_EVIDENCE_ITEMS,
     MAX_EVIDENCE_REF,
     MAX_EVIDENCE_TEXT,
     MAX_TEXT,
-    names_protected_kind,
+    REQUEST_ID_CHARS,
+    REQUEST_ID_HELP,
+    REQUEST_ID_MAX,
+    REQUEST_ID_MIN,
 )
+from memory.validation import names_protected_kind
+
+__all__ = [
+    "MAX_EVIDENCE_ITEMS",
+    "MAX_EVIDENCE_REF",
+    "MAX_EVIDENCE_TEXT",
+    "MAX_PROPOSAL_TEXT",
+    "PROTECTED_TARGET_ERROR",
+    "Change",
+    "Evidence",
+    "GetContextArgs",
+    "ListProjectsArgs",
+    "ProposeMemoryArgs",
+    "SearchMemoryArgs",
+    "describe_validation_error",
+]
 
 
 def _clean_text(value: str) -> str:
@@ -51,11 +71,11 @@ ProjectId = Annotated[
 RequestId = Annotated[
     str,
     Field(
-        min_length=8,
-        max_length=128,
-        pattern=r"^[A-Za-z0-9._:-]+$",
+        min_length=REQUEST_ID_MIN,
+        max_length=REQUEST_ID_MAX,
+        pattern=rf"^[{REQUEST_ID_CHARS}]+$",
         description=(
-            "Your own unique id for this proposal: 8-128 characters of A-Z a-z 0-9 . _ : - "
+            f"Your own unique id for this proposal: {REQUEST_ID_HELP} "
             "(a UUID is ideal). Reusing an id returns the original result instead of proposing again; "
             "ids are remembered for at least 30 days."
         ),
@@ -65,8 +85,8 @@ Ref = Annotated[
     str,
     Field(
         min_length=1,
-        max_length=64,
-        pattern=r"^[a-z]+_[a-z0-9]+$",
+        max_length=MAX_REF_LENGTH,
+        pattern=rf"^{REF_PATTERN}$",
         description="An item ref such as decision_x7k2...",
     ),
 ]

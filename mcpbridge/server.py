@@ -35,9 +35,10 @@ from mcpbridge.schemas import (
     describe_validation_error,
 )
 from memory.context import context_for_agent
+from memory.exceptions import ProtectedTarget
 from memory.selectors import search_for_agent
 from memory.services import proposal_submit
-from workspaces.exceptions import InvalidRequest, ProtectedTarget, UnforgetterError
+from workspaces.exceptions import InvalidRequest, UnforgetterError
 from workspaces.scope import AgentScope
 from workspaces.selectors import project_catalogue, project_for_agent
 
@@ -72,9 +73,7 @@ async def run_tool(
         args = model.model_validate(arguments)
     except ValidationError as exc:
         if any(error["type"] == PROTECTED_TARGET_ERROR for error in exc.errors()):
-            return results.error(
-                ProtectedTarget("Goals, policies, permissions and identities are edited by the owner only.")
-            )
+            return results.error(ProtectedTarget())
         return results.error(InvalidRequest(describe_validation_error(exc)))
     try:
         scope = current_scope()

@@ -12,7 +12,7 @@ import hashlib
 from django.conf import settings
 from django.core import signing
 
-from workspaces.exceptions import InvalidCursor
+from memory.exceptions import InvalidCursor
 from workspaces.models import Project
 from workspaces.scope import AgentScope
 

@@ -22,13 +22,13 @@ from typing import Any, TextIO
 from django.db import transaction
 
 from memory.models import Fact, Kind, Proposal, State
+from memory.refs import is_ref
 from memory.services import FactRow, fact_row, fact_rows_insert
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 
 BATCH_SIZE = 5_000
 _JSONL_KEYS = {"kind", "text", "state", "data_class", "ref", "source", "actor", "date"}
-_REF_RE = re.compile(r"^[a-z]+_[a-z0-9]{6,28}$")
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def jsonl_items(stream: TextIO, *, project: Project, default_actor: str, source:
         if not isinstance(item.get("text"), str) or not isinstance(item.get("kind", "fact"), str):
             raise InvalidRequest(f"line {number}: 'text' and 'kind' must be strings.")
         ref = item.get("ref")
-        if ref is not None and (not isinstance(ref, str) or not _REF_RE.match(ref)):
+        if ref is not None and (not isinstance(ref, str) or not is_ref(ref)):
             raise InvalidRequest(
                 f"line {number}: ref {ref!r} must look like kind_abc123 (lowercase, digits)."
             )

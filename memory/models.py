@@ -7,7 +7,6 @@ review fields ever change after they are stored.
 
 from __future__ import annotations
 
-import secrets
 from typing import ClassVar
 
 from django.conf import settings
@@ -15,22 +14,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from memory.refs import new_proposal_ref, new_ref
 from workspaces.models import Connection, DataClass, Project, Workspace
-
-_REF_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
-
-
-def new_ref(prefix: str) -> str:
-    """A random, unguessable reference: counts and ids of other tenants never show through it."""
-    # 14 characters of a 32-letter alphabet: 70 random bits, 5 per character, from one call to
-    # the CSPRNG (a bulk import makes 100,000 refs; one `secrets.choice` per character was a
-    # fifth of its Python time).
-    bits = int.from_bytes(secrets.token_bytes(9), "big")
-    return prefix + "_" + "".join(_REF_ALPHABET[(bits >> (5 * i)) & 31] for i in range(14))
-
-
-def new_proposal_ref() -> str:
-    return new_ref("prop")
 
 
 class Kind(models.TextChoices):
@@ -48,6 +33,18 @@ class Kind(models.TextChoices):
     def protected(cls) -> frozenset[str]:
         """Kinds only owners edit; agents can never target them."""
         return frozenset({cls.GOAL, cls.POLICY, cls.PERMISSION, cls.IDENTITY})
+
+    @classmethod
+    def live_state(cls, kind: str) -> str:
+        """The state an item of this kind is in while it is current: a thread open, anything else active."""
+        return State.OPEN if kind == cls.THREAD else State.ACTIVE
+
+    @classmethod
+    def states(cls, kind: str) -> frozenset[str]:
+        """The states an item of this kind may be in (the `fact_state_matches_kind` constraint)."""
+        if kind == cls.THREAD:
+            return frozenset({State.OPEN, State.CLOSED, State.SUPERSEDED, State.RETRACTED})
+        return frozenset({State.ACTIVE, State.SUPERSEDED, State.RETRACTED})
 
 
 class State(models.TextChoices):
@@ -128,6 +125,11 @@ class Fact(models.Model):
     @property
     def is_protected(self) -> bool:
         return self.kind in Kind.protected()
+
+    @property
+    def is_live(self) -> bool:
+        """Part of the working truth: not superseded, retracted or closed."""
+        return self.state == Kind.live_state(self.kind)
 
     def provenance(self) -> dict[str, str]:
         """Where this line came from: the source reference, its date and the asserting actor."""

@@ -6,7 +6,6 @@ Agent reads take the AgentScope and the Project resolved by `workspaces.selector
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.conf import settings
@@ -15,6 +14,7 @@ from django.db.models import QuerySet
 from memory import search
 from memory.cursors import cursor_make, cursor_offset
 from memory.models import Fact, Publication, State
+from memory.refs import is_ref
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 from workspaces.scope import AgentScope
@@ -38,7 +38,6 @@ def latest_publication(workspace_id: int) -> Publication | None:
     )
 
 
-REF_RE = re.compile(r"^[a-z]+_[a-z0-9]{10,20}$")
 MAX_SEARCH_OFFSET = 500
 
 
@@ -47,15 +46,16 @@ def search_for_agent(
 ) -> dict[str, Any]:
     """One page of ranked, highlighted results, scoped to the project and the credential's classes.
 
-    A query that is exactly an item ref retrieves that item, if the credential may see it.
+    A query that is exactly an item ref retrieves that item, if the credential may see it; one
+    that only looks like a ref ("deploy_pipeline") is searched for as words.
     """
     query = query.strip()
     if not query:
         raise InvalidRequest("query must contain words to search for.")
     offset = cursor_offset(cursor=cursor, scope=scope, project=project, query=query) if cursor else 0
     page_size = settings.UNFORGETTER["SEARCH_PAGE_SIZE"]
-    if REF_RE.match(query):
-        facts = list(agent_facts(scope, project).filter(ref=query)) if offset == 0 else []
+    facts = list(agent_facts(scope, project).filter(ref=query)) if is_ref(query) and offset == 0 else []
+    if facts:
         excerpts = {f.pk: f.text[:300] for f in facts}
         more = False
     else:

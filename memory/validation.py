@@ -16,24 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory.detectors import Signal, normalise, scan
+from memory.exceptions import ProtectedTarget
 from memory.models import Kind, Proposal
-from workspaces.exceptions import InvalidRequest, ProtectedTarget
-
-MAX_TEXT = 8_000
-MAX_EVIDENCE_ITEMS = 20
-MAX_EVIDENCE_TEXT = 4_000
-MAX_EVIDENCE_REF = 500
-REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
-TARGET_RE = re.compile(r"^[a-z]+_[a-z0-9]{1,60}$")
-# Item refs mentioned anywhere in a proposal (evidence text, change text): citations for taint.
-REF_MENTION_RE = re.compile(r"(?<![A-Za-z0-9_])([a-z]{2,16}_[a-z0-9]{6,28})(?![A-Za-z0-9_])")
-MAX_CITATIONS = 64
-
-AGENT_KINDS = (Kind.FACT, Kind.DECISION, Kind.CONVENTION)
-# What each op may target: agents never touch methods (owners' instructions) or protected kinds.
-UPDATABLE_KINDS = frozenset(AGENT_KINDS)
-RETRACTABLE_KINDS = frozenset({*AGENT_KINDS, Kind.THREAD})
-TARGETED_OPS = frozenset({Proposal.Op.UPDATE_FACT, Proposal.Op.CLOSE_THREAD, Proposal.Op.REJECT})
+from memory.refs import is_ref, refs_mentioned
+from memory.rules import AGENT_KINDS, MAX_CITATIONS, MAX_TEXT, RETRACTABLE_KINDS, UPDATABLE_KINDS
+from workspaces.exceptions import InvalidRequest
 
 # Every spelling of the protected kinds an agent might use to name one: singular, plural, short.
 _PROTECTED_WORDS = frozenset(
@@ -95,9 +82,7 @@ def change_check(
     kind = (kind or "").strip()
     for value in (target, supersedes, kind):
         if value and names_protected_kind(value):
-            raise ProtectedTarget(
-                "Goals, policies, permissions and identities are edited by the workspace owner only."
-            )
+            raise ProtectedTarget()
     if op not in Proposal.Op.values:
         raise InvalidRequest(f"change.op must be one of {', '.join(Proposal.Op.values)}.")
     if not text.strip():
@@ -105,7 +90,7 @@ def change_check(
     if len(text) > MAX_TEXT:
         raise InvalidRequest(f"change.text is longer than {MAX_TEXT} characters.")
     for name, value in (("target", target), ("supersedes", supersedes)):
-        if value and not TARGET_RE.match(value):
+        if value and not is_ref(value):
             raise InvalidRequest(f"change.{name} must be an item ref such as fact_x7k2m9q4r8s3t5.")
     if kind and op != Proposal.Op.ADD_FACT and op != Proposal.Op.UPDATE_FACT:
         raise InvalidRequest(f"change.kind is only for add_fact and update_fact, not {op}.")
@@ -139,9 +124,7 @@ def change_check(
 def target_kind_check(*, op: str, kind: str) -> None:
     """Whether an op may apply to an item of this kind; raise ProtectedTarget or InvalidRequest."""
     if kind in Kind.protected():
-        raise ProtectedTarget(
-            "Goals, policies, permissions and identities are edited by the workspace owner only."
-        )
+        raise ProtectedTarget()
     if op == Proposal.Op.UPDATE_FACT and kind not in UPDATABLE_KINDS:
         raise InvalidRequest(f"update_fact applies to facts, decisions and conventions, not a {kind}.")
     if op == Proposal.Op.CLOSE_THREAD and kind != Kind.THREAD:
@@ -173,11 +156,11 @@ def cited_refs(*, text: str, evidence: Sequence[Mapping[str, Any]], base: str) -
         ref = str(item.get("ref") or "").strip()
         if ref:
             refs.append(ref.removeprefix("unforgetter:"))
-            refs.extend(REF_MENTION_RE.findall(ref))
-        refs.extend(REF_MENTION_RE.findall(str(item.get("text") or "")))
-    refs.extend(REF_MENTION_RE.findall(text))
+            refs.extend(refs_mentioned(ref))
+        refs.extend(refs_mentioned(str(item.get("text") or "")))
+    refs.extend(refs_mentioned(text))
     # Only what could be one of our refs is looked up ("logs/1.txt" or a URL cannot).
-    return [r for r in dict.fromkeys(refs) if TARGET_RE.match(r)][:MAX_CITATIONS]
+    return [r for r in dict.fromkeys(refs) if is_ref(r)][:MAX_CITATIONS]
 
 
 def provenance_present(evidence: Iterable[Mapping[str, Any]]) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import factory
 from django.contrib.auth.models import User
 
-from memory.models import Fact, Kind, State
+from memory.models import Fact, Kind
 from workspaces.models import DataClass, Project
 
 
@@ -37,7 +37,7 @@ class FactFactory(factory.django.DjangoModelFactory):
     workspace = factory.LazyAttribute(lambda f: f.project.workspace)
     kind = Kind.FACT
     text = factory.Sequence(lambda n: f"Fact number {n} about the platform.")
-    state = factory.LazyAttribute(lambda f: State.OPEN if f.kind == Kind.THREAD else State.ACTIVE)
+    state = factory.LazyAttribute(lambda f: Kind.live_state(f.kind))
     data_class = factory.LazyAttribute(lambda f: f.project.data_class)
     source = "tests"
     actor = "tester"

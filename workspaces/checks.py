@@ -8,13 +8,13 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register
 
-LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+from workspaces.net import is_loopback_host
 
 
 @register()
 def check_public_url(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     public = urlsplit(settings.PUBLIC_URL)
-    if public.scheme != "https" and public.hostname not in LOOPBACK:
+    if public.scheme != "https" and not is_loopback_host(public.hostname or ""):
         return [
             Warning(
                 f"PUBLIC_URL {settings.PUBLIC_URL} is plain HTTP on a non-loopback host.",

@@ -2,7 +2,8 @@
 
 Every error has a stable `code` (the agent-facing codes of the MCP reference), a `message` safe to
 show to the caller (never internals, never another tenant's existence) and an `action`: what the
-caller should do next.
+caller should do next. Memory's own errors (cursors, protected targets, replays, review states)
+are in `memory.exceptions`, in this same hierarchy.
 """
 
 from __future__ import annotations
@@ -44,25 +45,6 @@ class UnknownProject(UnforgetterError):
     code = "unknown_project"
     action = "Call list_projects. The catalogue is authoritative."
     http_status = 404
-
-
-class InvalidCursor(UnforgetterError):
-    code = "invalid_cursor"
-    action = "Restart the search without a cursor."
-
-
-class ProtectedTarget(UnforgetterError):
-    code = "protected_target"
-    action = "Do not retry. Surface the change to the workspace owner instead."
-    http_status = 403
-
-
-class DuplicateRequest(UnforgetterError):
-    """Not raised: a replay is a success; its `as_dict()` is the warning the replay carries."""
-
-    code = "duplicate_request"
-    action = "Treat as success; the original result is returned."
-    http_status = 200
 
 
 class RateLimited(UnforgetterError):

@@ -9,15 +9,11 @@ DOT's own rows, and the tokens themselves are stored as checksums only (RFC 9700
 from __future__ import annotations
 
 import hashlib
-import ipaddress
-import math
-import time
 from datetime import timedelta
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 from oauth2_provider.models import (
@@ -30,9 +26,9 @@ from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauthlib.oauth2.rfc6749 import errors as oauth_errors
 
 from workspaces.models import Connection
+from workspaces.net import is_loopback_host
 from workspaces.scopes import scopes_for_role
-
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+from workspaces.throttle import window_hit
 
 
 class OAuthGrant(NamedTuple):
@@ -98,18 +94,9 @@ def redirect_uri_problem(uri: str) -> str | None:
         return f"{uri!r} must be an absolute https URI or an http loopback URI."
     if parts.scheme == "https":
         return None
-    if parts.scheme == "http" and _is_loopback(parts.hostname):
+    if parts.scheme == "http" and is_loopback_host(parts.hostname):
         return None
     return f"{uri!r} is neither https nor http on a loopback address (127.0.0.1, [::1], localhost)."
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() in LOOPBACK_HOSTS:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 # --- scopes -----------------------------------------------------------------------------------------
@@ -217,20 +204,11 @@ def registration_throttle_hit(address: str) -> int | None:
     A fixed window in the Django cache (shared by every process when CACHE_URL is Redis): at most
     OAUTH_REGISTRATIONS_PER_WINDOW registrations per address per window.
     """
-    window = max(int(settings.OAUTH_REGISTRATION_WINDOW.total_seconds()), 1)
-    now = time.time()
-    slot = int(now // window)
-    key = f"unforgetter:oauth:dcr:{address}:{slot}"
-    # add() then incr(): atomic on Redis and on the local-memory cache alike.
-    cache.add(key, 0, timeout=window)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # the key expired between add() and incr()
-        cache.set(key, 1, timeout=window)
-        count = 1
-    if count > settings.OAUTH_REGISTRATIONS_PER_WINDOW:
-        return max(math.ceil((slot + 1) * window - now), 1)
-    return None
+    return window_hit(
+        f"oauth-dcr:{address}",
+        limit=settings.OAUTH_REGISTRATIONS_PER_WINDOW,
+        window_seconds=int(settings.OAUTH_REGISTRATION_WINDOW.total_seconds()),
+    )
 
 
 def oauth_clients_prune(*, older_than: timedelta | None = None) -> int:

@@ -1,4 +1,4 @@
-import memory.models
+import memory.refs
 from django.db import migrations, models
 
 
@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
             model_name="proposal",
             name="ref",
             field=models.CharField(
-                default=memory.models.new_proposal_ref,
+                default=memory.refs.new_proposal_ref,
                 editable=False,
                 help_text="The proposal_id agents see.",
                 max_length=32,

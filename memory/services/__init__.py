@@ -15,7 +15,6 @@ from memory.services.consolidation import (
 from memory.services.decisions import proposal_approve, proposal_reject
 from memory.services.facts import (
     FactRow,
-    default_state,
     fact_build,
     fact_create,
     fact_row,
@@ -38,7 +37,6 @@ __all__ = [
     "Submitted",
     "consolidation_run",
     "context_request_record",
-    "default_state",
     "fact_build",
     "fact_create",
     "fact_owner_create",

@@ -19,7 +19,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from memory.models import Fact, Kind, Proposal, State, Taint, Watermark, new_ref
+from memory.models import Fact, Kind, Proposal, State, Taint, Watermark
+from memory.refs import new_ref
+from memory.services.facts import project_touch
 from memory.services.publishing import publication_record
 from memory.validation import (
     change_check,
@@ -141,8 +143,7 @@ def _validate(batch: _Batch, proposal: Proposal) -> Fact | None:
             target_kind_check(op=change.op, kind=base.kind)
         except UnforgetterError as exc:
             raise Rejection(Proposal.Reason.SCHEMA, exc.message) from None
-        wanted = State.OPEN if base.kind == Kind.THREAD else State.ACTIVE
-        if base.state != wanted:
+        if not base.is_live:
             raise Rejection(
                 Proposal.Reason.CONFLICT,
                 f"{change.base} is {base.state} now: a newer decision came first. Re-read and propose again.",
@@ -204,7 +205,7 @@ def new_item(proposal: Proposal, project: Project, base: Fact | None, now: datet
         ref=new_ref(kind),
         kind=kind,
         text=proposal.text,
-        state=State.OPEN if op == Proposal.Op.OPEN_THREAD else State.ACTIVE,
+        state=Kind.live_state(kind),
         data_class=base.data_class if base else project.data_class,
         source=_source(proposal),
         actor=proposal.actor,
@@ -324,7 +325,7 @@ def proposal_consolidate(
         watermark.updated_at = now
         watermark.save(update_fields=["seq", "updated_at"])
         if report.published:
-            Project.objects.filter(pk__in=batch.touched_projects).update(updated_at=now)
+            project_touch(project_ids=batch.touched_projects, now=now)
             publication_record(workspace=watermark.workspace, published_count=report.published, changed=True)
     return report
 

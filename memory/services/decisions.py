@@ -10,11 +10,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory.exceptions import ProposalStateError
-from memory.models import Fact, Kind, Proposal, State
+from memory.models import Fact, Proposal
 from memory.services.consolidation import Rejection, base_move, new_item
+from memory.services.facts import project_touch
 from memory.services.publishing import publication_record
 from workspaces.exceptions import InvalidRequest
-from workspaces.models import Membership, Project
+from workspaces.models import Membership
 
 
 def _reviewer_check(proposal: Proposal, reviewer: AbstractBaseUser) -> None:
@@ -45,8 +46,7 @@ def proposal_approve(*, proposal: Proposal, reviewer: AbstractBaseUser, note: st
     reason = detail = ""
     if base_ref:
         base = Fact.objects.filter(workspace_id=locked.workspace_id, ref=base_ref).first()
-        wanted = State.OPEN if base is not None and base.kind == Kind.THREAD else State.ACTIVE
-        if base is None or base.state != wanted:
+        if base is None or not base.is_live:
             outcome, reason = Proposal.Status.REJECTED, Proposal.Reason.CONFLICT
             detail = f"{base_ref} is no longer current: a newer decision came first."
     if outcome == Proposal.Status.PUBLISHED:
@@ -64,7 +64,7 @@ def proposal_approve(*, proposal: Proposal, reviewer: AbstractBaseUser, note: st
     locked.review_note = note
     locked.save(update_fields=["status", "reason", "reason_detail", "reviewer", "reviewed_at", "review_note"])
     if outcome == Proposal.Status.PUBLISHED:
-        Project.objects.filter(pk=locked.project_id).update(updated_at=now)
+        project_touch(project_ids=[locked.project_id], now=now)
         publication_record(workspace=locked.workspace, published_count=1, changed=True)
     return locked
 

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import date
+from collections.abc import Iterable, Sequence
+from datetime import date, datetime
 from typing import Any, NamedTuple
 
 from django.db import connection as db
 from django.db import transaction
 from django.utils import timezone
 
-from memory.models import Fact, Kind, State, Taint, new_ref
+from memory.models import Fact, Kind, Taint
+from memory.refs import new_ref
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import DataClass, Project
-
-
-def default_state(kind: str) -> str:
-    return State.OPEN if kind == Kind.THREAD else State.ACTIVE
 
 
 class FactRow(NamedTuple):
@@ -50,9 +47,8 @@ def fact_row(
     text = text.strip()
     if not text:
         raise InvalidRequest("An item needs text.")
-    state = state or default_state(kind)
-    allowed_states = {State.OPEN, State.CLOSED} if kind == Kind.THREAD else {State.ACTIVE, State.RETRACTED}
-    if state not in allowed_states | {State.SUPERSEDED}:
+    state = state or Kind.live_state(kind)
+    if state not in Kind.states(kind):
         raise InvalidRequest(f"State {state!r} does not fit kind {kind!r}.")
     data_class = data_class or project.data_class
     if data_class not in DataClass.values:
@@ -77,12 +73,13 @@ def fact_build(*, project: Project, **fields: Any) -> Fact:
 def fact_create(**kwargs: Any) -> Fact:
     fact = fact_build(**kwargs)
     fact.save()
-    project_touch(project=fact.project)
+    project_touch(project_ids=[fact.project_id])
     return fact
 
 
-def project_touch(*, project: Project) -> None:
-    Project.objects.filter(pk=project.pk).update(updated_at=timezone.now())
+def project_touch(*, project_ids: Iterable[int], now: datetime | None = None) -> None:
+    """Mark projects as changed now: `updated_at` is what list_projects shows agents."""
+    Project.objects.filter(pk__in=list(project_ids)).update(updated_at=now or timezone.now())
 
 
 # The workspace and project, then FactRow's fields in order, then taint and creation time.
@@ -106,5 +103,5 @@ def fact_rows_insert(*, project: Project, rows: Sequence[FactRow]) -> int:
         else:
             placeholders = ", ".join(["%s"] * len(_ROW_COLUMNS))
             cursor.executemany(f"INSERT INTO memory_fact ({columns}) VALUES ({placeholders})", values)  # noqa: S608
-        project_touch(project=project)
+        project_touch(project_ids=[project.pk], now=now)
     return len(values)

@@ -75,7 +75,7 @@ def fact_owner_create(
 
 
 def _published(project: Project, editor: Any, fact: Fact, detail: dict[str, Any]) -> None:
-    project_touch(project=project)
+    project_touch(project_ids=[project.pk])
     audit_record(
         workspace=project.workspace,
         action=AuditEvent.Action.OWNER_EDIT,

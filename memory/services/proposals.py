@@ -20,29 +20,33 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db import connection as db_connection
 from django.utils import timezone
 
 from memory import ledger
 from memory.dispatch import consolidation_enqueue
+from memory.exceptions import DuplicateRequest
 from memory.models import Fact, Kind, Proposal, Taint
-from memory.validation import (
+from memory.rules import (
     MAX_EVIDENCE_ITEMS,
     MAX_EVIDENCE_REF,
     MAX_EVIDENCE_TEXT,
+    REQUEST_ID_HELP,
     REQUEST_ID_RE,
+)
+from memory.validation import (
     CheckedChange,
     change_check,
     cited_refs,
     content_digest,
     target_kind_check,
 )
-from workspaces.exceptions import DuplicateRequest, ForbiddenScope, InvalidRequest, RateLimited
+from workspaces.exceptions import ForbiddenScope, InvalidRequest, RateLimited
 from workspaces.models import Project, Workspace
 from workspaces.scope import AgentScope
 from workspaces.selectors import project_for_agent
+from workspaces.throttle import window_hit
 
 logger = logging.getLogger(__name__)
 
@@ -191,10 +195,7 @@ def _rate_check(scope: AgentScope) -> None:
     per_minute = settings.UNFORGETTER.get("PROPOSE_RATE_PER_MINUTE") or 0
     if per_minute <= 0:
         return
-    window = int(timezone.now().timestamp() // 60)
-    key = f"unforgetter:propose-rate:{scope.connection_id}:{window}"
-    cache.add(key, 0, timeout=120)
-    if cache.incr(key) > per_minute:
+    if window_hit(f"propose:{scope.connection_id}", limit=per_minute, window_seconds=60) is not None:
         raise RateLimited(
             f"This credential may propose {per_minute} changes a minute; wait for the next minute."
         )
@@ -224,7 +225,7 @@ def proposal_submit(
             action="Do not retry. Ask the workspace owner for a contributor credential.",
         )
     if not REQUEST_ID_RE.match(request_id):
-        raise InvalidRequest("request_id must be 8-128 characters of A-Z a-z 0-9 . _ : -")
+        raise InvalidRequest(f"request_id must be {REQUEST_ID_HELP}")
     change_args = {"op": op, "text": text, "target": target, "supersedes": supersedes, "kind": kind}
     workspace_id = scope.workspace_id
     existing = _existing(workspace_id, scope.actor, request_id)

@@ -12,10 +12,10 @@ from django.db import connection
 from mcpbridge.schemas import GetContextArgs, ListProjectsArgs, SearchMemoryArgs
 from mcpbridge.server import _get_context, _list_projects, _search_memory
 from memory.cursors import cursor_make
+from memory.exceptions import InvalidCursor
 from memory.search import common_terms
 from tests.conftest import Tenant
 from tests.readpath import _fresh_bundle_cache, add_item  # noqa: F401
-from workspaces.exceptions import InvalidCursor
 from workspaces.scope import AgentScope
 from workspaces.selectors import connection_for_bearer
 
