@@ -13,8 +13,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from memory.models import ContextRequest, Fact, Proposal, Publication
-from memory.services import proposal_approve, proposal_reject
-from workspaces.exceptions import UnforgetterError
+from memory.services import proposals_decide
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -75,30 +74,20 @@ class ProposalAdmin(ReadOnlyAdmin):
         user = request.user
         if not isinstance(user, User):
             raise PermissionDenied
-        done, conflicts = 0, 0
-        for proposal in queryset.order_by("workspace_id", "seq"):
-            try:
-                if approve:
-                    decided = proposal_approve(
-                        proposal=proposal, reviewer=user, note="Approved in the admin."
-                    )
-                else:
-                    decided = proposal_reject(proposal=proposal, reviewer=user, note="Rejected in the admin.")
-            except UnforgetterError as exc:
-                self.message_user(request, f"#{proposal.seq}: {exc.message}", messages.WARNING)
-                continue
-            if approve and decided.status != Proposal.Status.PUBLISHED:
-                conflicts += 1
-                self.message_user(
-                    request,
-                    f"#{proposal.seq} became a conflict and was not published: {decided.reason_detail}",
-                    messages.WARNING,
-                )
-            else:
-                done += 1
+        note = "Approved in the admin." if approve else "Rejected in the admin."
+        decisions = proposals_decide(proposals=queryset, reviewer=user, approve=approve, note=note)
+        for seq, message in [*decisions.validating, *decisions.refused]:
+            self.message_user(request, f"#{seq}: {message}", messages.WARNING)
+        for seq, detail in decisions.conflicts:
+            self.message_user(
+                request, f"#{seq} became a conflict and was not published: {detail}", messages.WARNING
+            )
         verb = "Approved and published" if approve else "Rejected"
+        conflicts = len(decisions.conflicts)
         self.message_user(
-            request, f"{verb} {done} proposal(s)." + (f" {conflicts} conflict(s)." if conflicts else "")
+            request,
+            f"{verb} {len(decisions.done)} proposal(s)."
+            + (f" {conflicts} conflict(s)." if conflicts else ""),
         )
 
     @admin.action(description="Approve and publish the selected proposals (taint kept)")

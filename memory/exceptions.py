@@ -40,3 +40,9 @@ class ProposalStateError(UnforgetterError):
     code = "invalid_state"
     action = "Reload the proposal: it has moved on since you looked at it."
     http_status = 409
+
+
+class ProposalValidating(ProposalStateError):
+    """An approval of a quarantined proposal: the consolidator has not validated it yet."""
+
+    action = "Approve it once the consolidator has validated it (normally seconds), or reject it."

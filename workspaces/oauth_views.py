@@ -30,10 +30,9 @@ from oauthlib.oauth2.rfc6749 import errors as oauth_errors
 
 from workspaces.exceptions import UnforgetterError
 from workspaces.forms import ConsentForm
-from workspaces.models import Connection, Workspace
+from workspaces.models import Workspace
 from workspaces.oauth import redirect_uri_problem, registration_throttle_hit, resource_error
-from workspaces.scopes import scopes_granted
-from workspaces.services import connection_revoke, oauth_connection_grant
+from workspaces.services import oauth_connection_grant, oauth_registration_withdraw
 
 REGISTRATION_LABELS = {
     "manual": "registered by an operator",
@@ -118,18 +117,11 @@ class RegistrationManagementView(DynamicClientRegistrationManagementView):
         auth = self._authenticate_registration_request(request, client_id)
         if isinstance(auth, HttpResponse):
             return auth
-        application = auth.application
-        if not Connection.objects.filter(oauth_application=application).exists():
+        if not oauth_registration_withdraw(
+            application=auth.application, registration_token=auth.registration_token
+        ):
             deleted: HttpResponse = super().delete(request, client_id, *args, **kwargs)
             return deleted
-        with transaction.atomic():
-            for connection in Connection.objects.filter(
-                oauth_application=application, revoked_at__isnull=True
-            ):
-                connection_revoke(connection=connection)
-            application.redirect_uris = ""  # no redirect URI: no authorization request can succeed
-            application.save(update_fields=["redirect_uris", "updated"])
-            auth.registration_token.delete()
         return HttpResponse(status=204)
 
 
@@ -241,24 +233,24 @@ class ConsentView(AuthorizationView):
                 None, "This authorization request is no longer valid; start again from your client."
             )
             return self.form_invalid(form)
-        role = form.cleaned_data["role"]
-        # The token's scopes: what was asked for, narrowed to the role, memory:read always.
-        form.cleaned_data["scope"] = " ".join(scopes_granted(role, form.cleaned_data["scope"].split()))
+        # The Connection and DOT's authorization code commit together or not at all.
         with transaction.atomic():
             try:
-                oauth_connection_grant(
+                consent = oauth_connection_grant(
                     application=application,
                     user=self.request.user,
                     workspace=workspace,
                     zone=form.cleaned_data["zone"],
-                    role=role,
+                    role=form.cleaned_data["role"],
                     projects=None if form.cleaned_data["all_projects"] else form.cleaned_data["projects"],
                     data_classes=form.cleaned_data["data_classes"],
+                    requested_scopes=form.cleaned_data["scope"].split(),
                 )
             except UnforgetterError as error:
                 transaction.set_rollback(True)
                 form.add_error(None, error.message)
                 return self.form_invalid(form)
+            form.cleaned_data["scope"] = " ".join(consent.scopes)
             response: HttpResponse = super().form_valid(form)
             if not self.success_url:
                 # No code was issued (oauthlib refused the request): keep no Connection either.

@@ -17,6 +17,7 @@ from workspaces import tokens
 from workspaces.exceptions import InvalidRequest, NotFound
 from workspaces.models import AuditEvent, Connection, DataClass, Membership, Project, TrustZone, Workspace
 from workspaces.oauth import oauth_tokens_revoke
+from workspaces.scopes import scopes_granted
 
 # Every new workspace starts with these zones (DESIGN section 3).
 DEFAULT_ZONES: Sequence[tuple[str, str, timedelta | None]] = (
@@ -114,6 +115,12 @@ def project_create(
     return Project.objects.create(
         workspace=workspace, slug=slug, name=name or slug, data_class=data_class, description=description
     )
+
+
+@dataclass(frozen=True)
+class OAuthConsent:
+    connection: Connection
+    scopes: list[str]  # what the client's tokens carry
 
 
 @dataclass(frozen=True)
@@ -307,6 +314,25 @@ def zone_update(
 
 
 @transaction.atomic
+def oauth_registration_withdraw(*, application: Any, registration_token: Any) -> bool:
+    """A client deletes its registration (RFC 7592); False if nobody ever consented to it.
+
+    A client somebody consented to keeps its record, made unusable (no redirect URI, so no
+    authorization request can succeed), and loses its connections with their tokens: the
+    connections and their audit trail keep pointing at what they were granted to. A client
+    nobody consented to is the caller's to delete outright.
+    """
+    if not Connection.objects.filter(oauth_application=application).exists():
+        return False
+    for connection in Connection.objects.filter(oauth_application=application, revoked_at__isnull=True):
+        connection_revoke(connection=connection)
+    application.redirect_uris = ""
+    application.save(update_fields=["redirect_uris", "updated"])
+    registration_token.delete()
+    return True
+
+
+@transaction.atomic
 def oauth_connection_grant(
     *,
     application: Any,
@@ -316,14 +342,16 @@ def oauth_connection_grant(
     role: str = Connection.Role.READER,
     projects: Sequence[str] | None = None,
     data_classes: Iterable[str] = (DataClass.PUBLIC, DataClass.INTERNAL),
-) -> Connection:
+    requested_scopes: Iterable[str] = (),
+) -> OAuthConsent:
     """Create the Connection an OAuth consent grants: the authority the client's tokens carry.
 
     Only an owner of the workspace may grant it. One usable OAuth connection per (application,
     user): a new consent revokes the previous one, with its grants and tokens, so DOT tokens for
     the pair always mean exactly the authority consented last. `projects=None` grants every
     project whose data class is allowed, including future ones. Expiry is the zone's cap (or the
-    default credential lifetime); refreshing never outlives it.
+    default credential lifetime); refreshing never outlives it. The token's scopes are what was
+    requested, narrowed to the role, and memory:read always.
     """
     if not Membership.objects.filter(workspace=workspace, user=user, role=Membership.Role.OWNER).exists():
         raise NotFound("No such workspace.")
@@ -368,4 +396,4 @@ def oauth_connection_grant(
             "expires_at": connection.expires_at.isoformat(),
         },
     )
-    return connection
+    return OAuthConsent(connection=connection, scopes=scopes_granted(role, requested_scopes))

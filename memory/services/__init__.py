@@ -12,7 +12,7 @@ from memory.services.consolidation import (
     proposal_consolidate,
     workspaces_pending,
 )
-from memory.services.decisions import proposal_approve, proposal_reject
+from memory.services.decisions import Decisions, proposal_approve, proposal_reject, proposals_decide
 from memory.services.facts import (
     FactRow,
     fact_build,
@@ -33,6 +33,7 @@ from memory.services.tenancy import workspace_erase, workspace_open
 
 __all__ = [
     "ConsolidationReport",
+    "Decisions",
     "FactRow",
     "Submitted",
     "consolidation_run",
@@ -48,6 +49,7 @@ __all__ = [
     "proposal_consolidate",
     "proposal_reject",
     "proposal_submit",
+    "proposals_decide",
     "publication_bootstrap",
     "publication_heartbeat",
     "publication_record",
