@@ -182,7 +182,7 @@ OAUTH_NATIVE_REDIRECT_SCHEMES = env.list("OAUTH_NATIVE_REDIRECT_SCHEMES", defaul
 OAUTH2_PROVIDER = {
     # OAuth 2.1 for MCP clients: authorization code with PKCE (S256 only), refresh tokens rotated
     # with reuse detection, nothing else (no implicit, no password, no client credentials).
-    "OAUTH2_VALIDATOR_CLASS": "workspaces.oauth.UnforgetterOAuth2Validator",
+    "OAUTH2_VALIDATOR_CLASS": "workspaces.oauth.validator.UnforgetterOAuth2Validator",
     "PKCE_REQUIRED": True,
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
     "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],

@@ -11,7 +11,6 @@ from django.utils.dateparse import parse_datetime
 from memory.models import ContextRequest, Proposal
 from workspaces.models import AuditEvent, Workspace
 
-# --- The audit timeline ----------------------------------------------------------------------------
 # Context requests, proposals and reviews are read from their own tables (the source of truth,
 # whichever write path made them); everything else from AuditEvent. The AuditEvent actions for the
 # first three are left out here so nothing is listed twice.

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memory.io import workspace_export
+from memory.exports import workspace_export
 from workspaces.management.base import workspace_or_fail
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memory.io import memory_import
+from memory.imports import memory_import
 from workspaces.management.base import project_or_fail, service_call, workspace_or_fail
 
 

@@ -1,34 +1,25 @@
-"""The context compiler: a bounded bundle of what an agent needs for one task in one project.
+"""Compiling a bundle: the sections of what an agent needs for one task in one project.
 
 Sections by kind: `policies` (goal, policy, permission, identity: always included), `facts`
 (fact, decision, convention: ranked by full-text relevance to the task, kind weight and recency),
 `open_threads`, `methods` (relevant to the task) and `pointers` (refs worth retrieving with
 search_memory that did not fit). Bounded by CONTEXT_MAX_ITEMS and CONTEXT_MAX_CHARS.
-
-A bundle is keyed by (credential, project, task, content version): an identical request
-between two changes of memory is served from the cache with the same `context_id`, and a
-publication that changed memory changes the key, so published changes are visible on the very
-next call in every process. Heartbeat publications move `compiled_at` but keep the key.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
-from django.utils import timezone
 
 from memory import search
 from memory.models import Fact, Kind, State
-from memory.selectors import agent_facts, latest_publication
-from memory.services import context_request_record
-from workspaces.models import Project, default_publish_cadence
+from memory.selectors import agent_facts
+from workspaces.models import Project
 from workspaces.scope import AgentScope
 
 FACT_KINDS = (Kind.FACT, Kind.DECISION, Kind.CONVENTION)
@@ -90,12 +81,6 @@ def item_payload(fact: Fact) -> dict[str, Any]:
         "taint": fact.taint_label,
         "provenance": fact.provenance(),
     }
-
-
-def _context_id(scope: AgentScope, project: Project, task: str, version: int) -> str:
-    # The scope's fingerprint: a credential whose authority changed gets a bundle of its own.
-    key = f"{scope.fingerprint()}:{project.pk}:{version}:{task}".encode()
-    return "ctx_" + hashlib.sha256(key).hexdigest()[:28]
 
 
 def _recency(created_at: datetime, now: datetime) -> float:
@@ -247,63 +232,3 @@ def compile_bundle(scope: AgentScope, project: Project, task: str, now: datetime
         "pointers": pointers,
         "_served": served,
     }
-
-
-def context_for_agent(*, scope: AgentScope, project: Project, task: str) -> dict[str, Any]:
-    """Serve the bundle for a task: from the cache when this publication already compiled it."""
-    now = timezone.now()
-    publication = latest_publication(scope.workspace_id)
-    # Keyed by the last publication that changed memory: heartbeats keep the cache (and the
-    # context_id), a published change replaces both in every process at once.
-    version = (publication.content_version or publication.version) if publication else 0
-    compiled_at = publication.compiled_at if publication else None
-    cadence = publication.workspace.publish_cadence if publication else default_publish_cadence()
-    context_id = _context_id(scope, project, task, version)
-    cache_key = f"unforgetter:context:{context_id}"
-    bundle = cache.get(cache_key)
-    if bundle is None:
-        bundle = compile_bundle(scope, project, task, now)
-        context_request_record(
-            context_id=context_id,
-            scope=scope,
-            project=project,
-            task=task,
-            publication_version=version,
-            refs=bundle["_served"],
-        )
-        cache.set(cache_key, bundle, timeout=int(cadence.total_seconds()) * 10)
-    return _serve(bundle, context_id, scope, compiled_at, cadence, now)
-
-
-def _serve(
-    bundle: dict[str, Any],
-    context_id: str,
-    scope: AgentScope,
-    compiled_at: datetime | None,
-    cadence: timedelta,
-    now: datetime,
-) -> dict[str, Any]:
-    # replica_at: when this process confirmed what it serves against the primary (just now).
-    stale = compiled_at is None or now - compiled_at > cadence
-    served = {k: v for k, v in bundle.items() if not k.startswith("_")}
-    result: dict[str, Any] = {
-        "context_id": context_id,
-        "freshness": {
-            "compiled_at": compiled_at.isoformat() if compiled_at else None,
-            "replica_at": now.isoformat(),
-            "publish_cadence_seconds": int(cadence.total_seconds()),
-            "stale": stale,
-        },
-        "identity": {"actor": scope.actor, "trust_zone": scope.zone, "role": scope.role},
-        **served,
-        "warnings": [],
-    }
-    if stale:
-        result["warnings"].append(
-            {
-                "code": "stale_replica",
-                "message": "This memory was last published longer ago than the publish cadence.",
-                "action": "Proceed with caution and cite freshness, or wait for the next publish cycle.",
-            }
-        )
-    return result

@@ -1,0 +1,10 @@
+"""The context compiler: a bounded bundle of what an agent needs for one task in one project.
+
+`compile` builds the sections; `serve` caches them per publication, records them for audit and
+adds freshness and identity.
+"""
+
+from memory.context.compile import compile_bundle, item_payload
+from memory.context.serve import context_for_agent
+
+__all__ = ["compile_bundle", "context_for_agent", "item_payload"]

@@ -1,0 +1,25 @@
+"""Glue between django-oauth-toolkit and Connections.
+
+An OAuth Connection points at the DOT Application it was consented for and at the consenting
+user; DOT's access tokens for that pair carry the Connection's authority, and only while they are
+bound (RFC 8707) to our `/mcp` resource. DOT's models are not swapped: everything here works on
+DOT's own rows, and the tokens themselves are stored as checksums only (RFC 9700 token storage).
+"""
+
+from workspaces.oauth.clients import oauth_clients_prune, registration_throttle_hit
+from workspaces.oauth.grants import OAuthGrant, oauth_grant_for_token, oauth_tokens_revoke
+from workspaces.oauth.resources import is_mcp_resource, redirect_uri_problem, resource_error
+from workspaces.oauth.validator import UnforgetterOAuth2Validator, known_scopes
+
+__all__ = [
+    "OAuthGrant",
+    "UnforgetterOAuth2Validator",
+    "is_mcp_resource",
+    "known_scopes",
+    "oauth_clients_prune",
+    "oauth_grant_for_token",
+    "oauth_tokens_revoke",
+    "redirect_uri_problem",
+    "registration_throttle_hit",
+    "resource_error",
+]
