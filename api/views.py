@@ -19,10 +19,10 @@ from rest_framework.views import APIView, exception_handler
 
 from api.authentication import ConnectionAuthentication
 from memory.context import context_for_agent
-from memory.selectors import search_for_agent
+from memory.selectors import projects_for_agent, search_for_agent
 from workspaces.exceptions import InvalidRequest, UnforgetterError
 from workspaces.scope import AgentScope
-from workspaces.selectors import project_catalogue, project_for_agent
+from workspaces.selectors import project_for_agent
 
 
 def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -82,15 +82,7 @@ class ProjectList(AgentAPIView):
         summary="The projects this credential may use (list_projects).", responses=OpenApiTypes.OBJECT
     )
     def get(self, request: Request) -> Response:
-        projects = project_catalogue(self.scope(request))
-        return Response(
-            {
-                "projects": [
-                    {"id": p.slug, "name": p.name, "data_class": p.data_class, "updated_at": p.updated_at}
-                    for p in projects
-                ]
-            }
-        )
+        return Response(projects_for_agent(self.scope(request)))
 
 
 class ProjectContext(AgentAPIView):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from mcp.types import CallToolResult, TextContent
@@ -10,9 +11,9 @@ from mcp.types import CallToolResult, TextContent
 from workspaces.exceptions import UnforgetterError
 
 
-def ok(payload: dict[str, Any]) -> CallToolResult:
+def ok(payload: Mapping[str, Any]) -> CallToolResult:
     text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=dict(payload))
 
 
 def error(exc: UnforgetterError) -> CallToolResult:

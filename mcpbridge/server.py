@@ -8,7 +8,7 @@ AgentScope, calls one selector or service in a thread-sensitive worker and rende
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
@@ -35,12 +35,13 @@ from mcpbridge.schemas import (
     describe_validation_error,
 )
 from memory.context import context_for_agent
+from memory.contract import Bundle, ProjectList, ProposalReceipt, SearchPage
 from memory.exceptions import ProtectedTarget
-from memory.selectors import search_for_agent
+from memory.selectors import projects_for_agent, search_for_agent
 from memory.services import proposal_submit
 from workspaces.exceptions import InvalidRequest, UnforgetterError
 from workspaces.scope import AgentScope
-from workspaces.selectors import project_catalogue, project_for_agent
+from workspaces.selectors import project_for_agent
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ class _ValidatedByTool(FuncMetadata):
 
 
 async def run_tool(
-    model: type[ArgsT], arguments: dict[str, Any], handler: Callable[[AgentScope, ArgsT], dict[str, Any]]
+    model: type[ArgsT], arguments: dict[str, Any], handler: Callable[[AgentScope, ArgsT], Mapping[str, Any]]
 ) -> CallToolResult:
     try:
         args = model.model_validate(arguments)
@@ -86,26 +87,21 @@ async def run_tool(
     return results.ok(payload)
 
 
-def _list_projects(scope: AgentScope, args: ListProjectsArgs) -> dict[str, Any]:
-    return {
-        "projects": [
-            {"id": p.slug, "name": p.name, "data_class": p.data_class, "updated_at": p.updated_at.isoformat()}
-            for p in project_catalogue(scope)
-        ]
-    }
+def _list_projects(scope: AgentScope, args: ListProjectsArgs) -> ProjectList:
+    return projects_for_agent(scope)
 
 
-def _get_context(scope: AgentScope, args: GetContextArgs) -> dict[str, Any]:
+def _get_context(scope: AgentScope, args: GetContextArgs) -> Bundle:
     project = project_for_agent(scope, args.project_id)
     return context_for_agent(scope=scope, project=project, task=args.task)
 
 
-def _search_memory(scope: AgentScope, args: SearchMemoryArgs) -> dict[str, Any]:
+def _search_memory(scope: AgentScope, args: SearchMemoryArgs) -> SearchPage:
     project = project_for_agent(scope, args.project_id)
     return search_for_agent(scope=scope, project=project, query=args.query, cursor=args.cursor)
 
 
-def _propose_memory(scope: AgentScope, args: ProposeMemoryArgs) -> dict[str, Any]:
+def _propose_memory(scope: AgentScope, args: ProposeMemoryArgs) -> ProposalReceipt:
     require_scope(SCOPE_PROPOSE)
     change = args.change
     return proposal_submit(

@@ -14,6 +14,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from memory.contract import Provenance
 from memory.refs import new_proposal_ref, new_ref
 from workspaces.models import Connection, DataClass, Project, Workspace
 
@@ -131,14 +132,12 @@ class Fact(models.Model):
         """Part of the working truth: not superseded, retracted or closed."""
         return self.state == Kind.live_state(self.kind)
 
-    def provenance(self) -> dict[str, str]:
+    def provenance(self) -> Provenance:
         """Where this line came from: the source reference, its date and the asserting actor."""
         date = self.source_date or self.created_at.date()
-        return {
-            "source": self.source or f"unforgetter:{self.ref}",
-            "date": date.isoformat(),
-            "actor": self.actor,
-        }
+        return Provenance(
+            source=self.source or f"unforgetter:{self.ref}", date=date.isoformat(), actor=self.actor
+        )
 
     @property
     def taint_label(self) -> str:

@@ -6,18 +6,18 @@ Agent reads take the AgentScope and the Project resolved by `workspaces.selector
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.db.models import QuerySet
 
 from memory import search
+from memory.contract import ProjectEntry, ProjectList, SearchPage, SearchResult
 from memory.cursors import cursor_make, cursor_offset
 from memory.models import Fact, Publication, State
 from memory.refs import is_ref
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 from workspaces.scope import AgentScope
+from workspaces.selectors import project_catalogue
 
 
 def agent_facts(scope: AgentScope, project: Project) -> QuerySet[Fact]:
@@ -26,6 +26,16 @@ def agent_facts(scope: AgentScope, project: Project) -> QuerySet[Fact]:
         workspace_id=project.workspace_id, project_id=project.pk, data_class=project.data_class
     ), "project must come from project_for_agent"
     return Fact.objects.current().filter(project=project, data_class__in=scope.data_classes)
+
+
+def projects_for_agent(scope: AgentScope) -> ProjectList:
+    """list_projects: the credential's catalogue, as agents see it."""
+    return ProjectList(
+        projects=[
+            ProjectEntry(id=p.slug, name=p.name, data_class=p.data_class, updated_at=p.updated_at.isoformat())
+            for p in project_catalogue(scope)
+        ]
+    )
 
 
 def latest_publication(workspace_id: int) -> Publication | None:
@@ -43,7 +53,7 @@ MAX_SEARCH_OFFSET = 500
 
 def search_for_agent(
     *, scope: AgentScope, project: Project, query: str, cursor: str | None = None
-) -> dict[str, Any]:
+) -> SearchPage:
     """One page of ranked, highlighted results, scoped to the project and the credential's classes.
 
     A query that is exactly an item ref retrieves that item, if the credential may see it; one
@@ -83,18 +93,18 @@ def search_for_agent(
         else:
             excerpts = search.highlight([f.pk for f in facts], query)
     results = [
-        {
-            "ref": fact.ref,
-            "kind": fact.kind,
-            "state": fact.state,
-            "excerpt": excerpts.get(fact.pk) or fact.text[:300],
-            "provenance": fact.provenance(),
-            "data_class": fact.data_class,
-            "taint": fact.taint_label,
-        }
+        SearchResult(
+            ref=fact.ref,
+            kind=fact.kind,
+            state=fact.state,
+            excerpt=excerpts.get(fact.pk) or fact.text[:300],
+            provenance=fact.provenance(),
+            data_class=fact.data_class,
+            taint=fact.taint_label,
+        )
         for fact in facts
     ]
-    page: dict[str, Any] = {"results": results}
+    page = SearchPage(results=results)
     if more:
         page["cursor"] = cursor_make(scope=scope, project=project, query=query, offset=offset + page_size)
     return page

@@ -8,6 +8,16 @@ are in `memory.exceptions`, in this same hierarchy.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
+
+class ErrorBody(TypedDict):
+    """`structuredContent.error` of a failed tool call (and of problem JSON), and a warning's body."""
+
+    code: str
+    message: str
+    action: str
+
 
 class UnforgetterError(Exception):
     code = "error"
@@ -20,7 +30,7 @@ class UnforgetterError(Exception):
         if action is not None:
             self.action = action
 
-    def as_dict(self) -> dict[str, str]:
+    def as_dict(self) -> ErrorBody:
         return {"code": self.code, "message": self.message, "action": self.action}
 
 

@@ -12,11 +12,11 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.conf import settings
 
 from memory import search
+from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, Sections
 from memory.models import Fact, Kind, State
 from memory.selectors import agent_facts
 from workspaces.models import Project
@@ -59,7 +59,7 @@ class _Budget:
             items=self.items - len(reserved), chars=self.chars - sum(len(f.text) for f in reserved)
         )
 
-    def spend(self, section: list[dict[str, Any]]) -> None:
+    def spend(self, section: list[ItemPayload]) -> None:
         self.items -= len(section)
         self.chars -= sum(len(item["text"]) for item in section)
 
@@ -71,7 +71,7 @@ class _Budget:
         return True
 
 
-def item_payload(fact: Fact) -> dict[str, Any]:
+def item_payload(fact: Fact) -> ItemPayload:
     return {
         "ref": fact.ref,
         "kind": fact.kind,
@@ -167,10 +167,10 @@ def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recen
 
 
 def _fill(
-    section: list[dict[str, Any]],
+    section: list[ItemPayload],
     candidates: Iterable[tuple[Fact, str]],
     budget: _Budget,
-    pointers: list[dict[str, str]],
+    pointers: list[Pointer],
     served: list[str],
 ) -> None:
     max_pointers = settings.UNFORGETTER["CONTEXT_MAX_POINTERS"]
@@ -184,12 +184,12 @@ def _fill(
             )
 
 
-def compile_bundle(scope: AgentScope, project: Project, task: str, now: datetime) -> dict[str, Any]:
+def compile_bundle(scope: AgentScope, project: Project, task: str, now: datetime) -> CompiledBundle:
     """The bundle's sections, without freshness and identity (which belong to each serving)."""
     limits = settings.UNFORGETTER
     budget = _Budget(items=limits["CONTEXT_MAX_ITEMS"], chars=limits["CONTEXT_MAX_CHARS"])
     served: list[str] = []
-    pointers: list[dict[str, str]] = []
+    pointers: list[Pointer] = []
 
     standing = _standing(scope, project)
     # Protected items are always included; they spend the budget first.
@@ -204,16 +204,16 @@ def compile_bundle(scope: AgentScope, project: Project, task: str, now: datetime
     # few items of the sections after it (the newest open threads, the best methods).
     thread_room = standing.threads[:RESERVED_THREADS]
     method_room = ranked.methods[:RESERVED_METHODS]
-    facts: list[dict[str, Any]] = []
+    facts: list[ItemPayload] = []
     _fill(facts, ranked.facts, budget.less(thread_room + method_room), pointers, served)
     budget.spend(facts)
 
-    open_threads: list[dict[str, Any]] = []
+    open_threads: list[ItemPayload] = []
     threads = ((t, "is open") for t in standing.threads)
     _fill(open_threads, threads, budget.less(method_room), pointers, served)
     budget.spend(open_threads)
 
-    methods: list[dict[str, Any]] = []
+    methods: list[ItemPayload] = []
     _fill(
         methods,
         ((m, "matches the task") for m in ranked.methods),
@@ -222,13 +222,13 @@ def compile_bundle(scope: AgentScope, project: Project, task: str, now: datetime
         served,
     )
 
-    return {
-        "project": {"id": project.slug, "name": project.name, "data_class": project.data_class},
-        "task": task,
-        "policies": [item_payload(p) for p in policies],
-        "facts": facts,
-        "open_threads": open_threads,
-        "methods": methods,
-        "pointers": pointers,
-        "_served": served,
-    }
+    sections = Sections(
+        project=ProjectBrief(id=project.slug, name=project.name, data_class=project.data_class),
+        task=task,
+        policies=[item_payload(p) for p in policies],
+        facts=facts,
+        open_threads=open_threads,
+        methods=methods,
+        pointers=pointers,
+    )
+    return CompiledBundle(sections=sections, served=served)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.core.cache import cache
 from django.utils import timezone
 
 from memory.context.compile import compile_bundle
+from memory.contract import Bundle, CompiledBundle, ErrorBody, Freshness, Identity
 from memory.selectors import latest_publication
 from memory.services import context_request_record
 from workspaces.models import Project, default_publish_cadence
@@ -28,7 +28,7 @@ def _context_id(scope: AgentScope, project: Project, task: str, version: int) ->
     return "ctx_" + hashlib.sha256(key).hexdigest()[:28]
 
 
-def context_for_agent(*, scope: AgentScope, project: Project, task: str) -> dict[str, Any]:
+def context_for_agent(*, scope: AgentScope, project: Project, task: str) -> Bundle:
     """Serve the bundle for a task: from the cache when this publication already compiled it."""
     now = timezone.now()
     publication = latest_publication(scope.workspace_id)
@@ -39,7 +39,7 @@ def context_for_agent(*, scope: AgentScope, project: Project, task: str) -> dict
     cadence = publication.workspace.publish_cadence if publication else default_publish_cadence()
     context_id = _context_id(scope, project, task, version)
     cache_key = f"unforgetter:context:{context_id}"
-    bundle = cache.get(cache_key)
+    bundle: CompiledBundle | None = cache.get(cache_key)
     if bundle is None:
         bundle = compile_bundle(scope, project, task, now)
         context_request_record(
@@ -48,41 +48,40 @@ def context_for_agent(*, scope: AgentScope, project: Project, task: str) -> dict
             project=project,
             task=task,
             publication_version=version,
-            refs=bundle["_served"],
+            refs=bundle["served"],
         )
         cache.set(cache_key, bundle, timeout=int(cadence.total_seconds()) * 10)
     return _serve(bundle, context_id, scope, compiled_at, cadence, now)
 
 
 def _serve(
-    bundle: dict[str, Any],
+    bundle: CompiledBundle,
     context_id: str,
     scope: AgentScope,
     compiled_at: datetime | None,
     cadence: timedelta,
     now: datetime,
-) -> dict[str, Any]:
+) -> Bundle:
     # replica_at: when this process confirmed what it serves against the primary (just now).
     stale = compiled_at is None or now - compiled_at > cadence
-    served = {k: v for k, v in bundle.items() if not k.startswith("_")}
-    result: dict[str, Any] = {
-        "context_id": context_id,
-        "freshness": {
-            "compiled_at": compiled_at.isoformat() if compiled_at else None,
-            "replica_at": now.isoformat(),
-            "publish_cadence_seconds": int(cadence.total_seconds()),
-            "stale": stale,
-        },
-        "identity": {"actor": scope.actor, "trust_zone": scope.zone, "role": scope.role},
-        **served,
-        "warnings": [],
-    }
+    warnings: list[ErrorBody] = []
     if stale:
-        result["warnings"].append(
-            {
-                "code": "stale_replica",
-                "message": "This memory was last published longer ago than the publish cadence.",
-                "action": "Proceed with caution and cite freshness, or wait for the next publish cycle.",
-            }
+        warnings.append(
+            ErrorBody(
+                code="stale_replica",
+                message="This memory was last published longer ago than the publish cadence.",
+                action="Proceed with caution and cite freshness, or wait for the next publish cycle.",
+            )
         )
-    return result
+    return Bundle(
+        context_id=context_id,
+        freshness=Freshness(
+            compiled_at=compiled_at.isoformat() if compiled_at else None,
+            replica_at=now.isoformat(),
+            publish_cadence_seconds=int(cadence.total_seconds()),
+            stale=stale,
+        ),
+        identity=Identity(actor=scope.actor, trust_zone=scope.zone, role=scope.role),
+        **bundle["sections"],
+        warnings=warnings,
+    )

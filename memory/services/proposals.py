@@ -25,6 +25,7 @@ from django.db import connection as db_connection
 from django.utils import timezone
 
 from memory import ledger
+from memory.contract import ProposalReceipt
 from memory.dispatch import consolidation_enqueue
 from memory.exceptions import DuplicateRequest
 from memory.models import Fact, Kind, Proposal, Taint
@@ -62,13 +63,11 @@ class Submitted:
     duplicate: bool = False
     same_content: bool = True
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> ProposalReceipt:
         proposal = self.proposal
-        body: dict[str, Any] = {
-            "proposal_id": proposal.ref,
-            "status": submitted_status(proposal),
-            "taint": proposal.taint_label,
-        }
+        body = ProposalReceipt(
+            proposal_id=proposal.ref, status=submitted_status(proposal), taint=proposal.taint_label
+        )
         if self.duplicate:
             body["duplicate_request"] = True
             body["current_status"] = proposal.status
