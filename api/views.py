@@ -40,7 +40,8 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     return exception_handler(exc, context)
 
 
-class ConnectionAuthenticationScheme(OpenApiAuthenticationExtension):
+# drf-spectacular's extension registry (__init_subclass__) is untyped.
+class ConnectionAuthenticationScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
     target_class = "api.authentication.ConnectionAuthentication"
     name = "bearer"
 

@@ -52,7 +52,7 @@ class ReviewFilterForm(forms.Form):
         ],
     )
 
-    def __init__(self, *args: Any, projects: list[str], zones: list[str], **kwargs: Any):
+    def __init__(self, *args: Any, projects: list[str], zones: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _choice(self, "project").choices = [("", "All projects"), *[(p, p) for p in projects]]
         _choice(self, "zone").choices = [("", "All zones"), *[(z, z) for z in zones]]
@@ -76,7 +76,7 @@ class BulkReviewForm(forms.Form):
     seqs = forms.TypedMultipleChoiceField(coerce=int, label="Proposals")
     note = forms.CharField(max_length=MAX_NOTE, required=False, label="Reason (required to reject)")
 
-    def __init__(self, *args: Any, seqs: list[int], **kwargs: Any):
+    def __init__(self, *args: Any, seqs: list[int], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _choice(self, "seqs").choices = [(s, str(s)) for s in seqs]
 
@@ -115,9 +115,9 @@ class IssueTokenForm(forms.Form):
         help_text="e.g. 12h, 30d. Empty: the default, capped by the zone's maximum.",
     )
 
-    def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any):
+    def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        cast(forms.ModelChoiceField, self.fields["zone"]).queryset = TrustZone.objects.filter(
+        cast("forms.ModelChoiceField[TrustZone]", self.fields["zone"]).queryset = TrustZone.objects.filter(
             workspace=workspace
         ).order_by("name")
         _choice(self, "projects").choices = [
@@ -157,7 +157,7 @@ class MemoryFilterForm(forms.Form):
         choices=[("current", "Current (active, open)"), *State.choices, ("all", "Every state")],
     )
 
-    def __init__(self, *args: Any, projects: list[str], **kwargs: Any):
+    def __init__(self, *args: Any, projects: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _choice(self, "project").choices = [("", "All projects"), *[(p, p) for p in projects]]
 
@@ -180,7 +180,7 @@ class OwnerCreateForm(forms.Form):
     )
     source = forms.CharField(required=False, max_length=500)
 
-    def __init__(self, *args: Any, projects: list[str], **kwargs: Any):
+    def __init__(self, *args: Any, projects: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _choice(self, "project").choices = [(p, p) for p in projects]
 
@@ -189,6 +189,6 @@ class AuditFilterForm(forms.Form):
     action = forms.ChoiceField(required=False)
     actor = forms.CharField(required=False, max_length=150)
 
-    def __init__(self, *args: Any, actions: list[tuple[str, str]], **kwargs: Any):
+    def __init__(self, *args: Any, actions: list[tuple[str, str]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _choice(self, "action").choices = [("", "Every action"), *actions]

@@ -16,7 +16,7 @@ from memory.models import ContextRequest, Fact, Proposal, Publication
 from memory.services import proposals_decide
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(admin.ModelAdmin[Any]):
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 

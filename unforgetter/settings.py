@@ -11,8 +11,13 @@ from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import django_stubs_ext
 import environ
 from django.core.exceptions import ImproperlyConfigured
+
+# Django's generic classes (ModelAdmin[Model], QuerySet[Model], ...) subscriptable at run time,
+# as the type annotations write them.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

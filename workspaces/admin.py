@@ -19,14 +19,14 @@ admin.site.index_title = "Superuser tools (owners use the console at /console/)"
 admin.site.enable_nav_sidebar = False  # the changelists are wide; the sidebar squeezed their columns
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(admin.TabularInline[Membership, Workspace]):
     model = Membership
     extra = 0
     autocomplete_fields = ["user"]
     readonly_fields = ["created_at"]
 
 
-class TrustZoneInline(admin.TabularInline):
+class TrustZoneInline(admin.TabularInline[TrustZone, Workspace]):
     model = TrustZone
     extra = 0
     fields = ["name", "trust", "max_token_ttl"]
@@ -39,7 +39,7 @@ class TrustZoneInline(admin.TabularInline):
 
 
 @admin.register(Workspace)
-class WorkspaceAdmin(admin.ModelAdmin):
+class WorkspaceAdmin(admin.ModelAdmin[Workspace]):
     list_display = ["slug", "name", "publish_cadence", "review_every_proposal", "created_at"]
     list_filter = ["review_every_proposal"]
     search_fields = ["slug", "name"]
@@ -48,7 +48,7 @@ class WorkspaceAdmin(admin.ModelAdmin):
 
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(admin.ModelAdmin[Project]):
     list_display = ["slug", "name", "workspace", "data_class", "updated_at"]
     list_filter = ["data_class", "workspace"]
     search_fields = ["slug", "name", "workspace__slug"]
@@ -57,7 +57,7 @@ class ProjectAdmin(admin.ModelAdmin):
 
 
 @admin.register(TrustZone)
-class TrustZoneAdmin(admin.ModelAdmin):
+class TrustZoneAdmin(admin.ModelAdmin[TrustZone]):
     list_display = ["name", "workspace", "trust", "max_token_ttl"]
     list_filter = ["trust", "workspace"]
     search_fields = ["name", "workspace__slug"]
@@ -75,7 +75,7 @@ class TrustZoneAdmin(admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(admin.ModelAdmin[Membership]):
     list_display = ["user", "workspace", "role", "created_at"]
     list_filter = ["role", "workspace"]
     search_fields = ["user__username", "workspace__slug"]
@@ -103,7 +103,7 @@ class ConnectionStateFilter(admin.SimpleListFilter):
 
 
 @admin.register(Connection)
-class ConnectionAdmin(admin.ModelAdmin):
+class ConnectionAdmin(admin.ModelAdmin[Connection]):
     list_display = ["actor", "workspace", "kind", "zone", "role", "state", "last_used_at", "expires_at"]
     list_filter = [ConnectionStateFilter, "kind", "role", "zone__trust", "workspace"]
     search_fields = ["actor", "label", "workspace__slug", "token_hint"]
@@ -150,7 +150,7 @@ class ConnectionAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(admin.ModelAdmin[AuditEvent]):
     list_display = ["at", "workspace", "action", "actor", "target"]
     list_filter = ["action", "workspace"]
     search_fields = ["actor", "target"]

@@ -60,7 +60,9 @@ class ConsentForm(AllowForm):
     )
     zone = forms.ChoiceField(required=False, label="Trust zone")
 
-    def __init__(self, *args: Any, user: User, workspace_slug: str | None, client_name: str, **kwargs: Any):
+    def __init__(
+        self, *args: Any, user: User, workspace_slug: str | None, client_name: str, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.owned = owned_workspaces(user)
         chosen = next((w for w in self.owned if w.slug == workspace_slug), None)

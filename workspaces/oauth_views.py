@@ -187,7 +187,7 @@ class ConsentView(AuthorizationView):
         return (application.name if application else "") or ""
 
     def get_form_kwargs(self) -> dict[str, Any]:
-        kwargs = super().get_form_kwargs()
+        kwargs: dict[str, Any] = super().get_form_kwargs()
         kwargs["user"] = self.request.user
         kwargs["workspace_slug"] = self.request.POST.get("workspace") or self.request.GET.get("workspace")
         kwargs["client_name"] = self._client_name()
@@ -232,7 +232,8 @@ class ConsentView(AuthorizationView):
             form.add_error(
                 None, "This authorization request is no longer valid; start again from your client."
             )
-            return self.form_invalid(form)
+            invalid: HttpResponse = self.form_invalid(form)
+            return invalid
         # The Connection and DOT's authorization code commit together or not at all.
         with transaction.atomic():
             try:
@@ -249,7 +250,8 @@ class ConsentView(AuthorizationView):
             except UnforgetterError as error:
                 transaction.set_rollback(True)
                 form.add_error(None, error.message)
-                return self.form_invalid(form)
+                refused: HttpResponse = self.form_invalid(form)
+                return refused
             form.cleaned_data["scope"] = " ".join(consent.scopes)
             response: HttpResponse = super().form_valid(form)
             if not self.success_url:

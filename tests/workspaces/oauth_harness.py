@@ -167,7 +167,9 @@ class MemoryStorage:
 class OAuthMCPClient:
     """An MCP SDK client that authenticates with OAuth, consenting through a ConsentDriver."""
 
-    def __init__(self, mcp_url: str, driver: ConsentDriver, *, client_name: str = "Claude Code (tests)"):
+    def __init__(
+        self, mcp_url: str, driver: ConsentDriver, *, client_name: str = "Claude Code (tests)"
+    ) -> None:
         self.mcp_url = mcp_url
         self.driver = driver
         self.storage = MemoryStorage()

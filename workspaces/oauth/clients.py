@@ -49,4 +49,5 @@ def oauth_clients_prune(*, older_than: timedelta | None = None) -> int:
         .exclude(Exists(get_refresh_token_model().objects.filter(application=OuterRef("pk"))))
     )
     _, per_model = Application.objects.filter(pk__in=list(stale.values_list("pk", flat=True))).delete()
-    return per_model.get(Application._meta.label, 0)
+    deleted: int = per_model.get(Application._meta.label, 0)
+    return deleted

@@ -41,7 +41,10 @@ def resource_error(
         description = f"The resource parameter is required; use {settings.MCP_RESOURCE_URL}."
     else:
         description = f"This server issues tokens only for the resource {settings.MCP_RESOURCE_URL}."
-    return oauth_errors.CustomOAuth2Error(error="invalid_target", description=description, request=request)
+    error: Exception = oauth_errors.CustomOAuth2Error(
+        error="invalid_target", description=description, request=request
+    )
+    return error
 
 
 # --- redirect URIs --------------------------------------------------------------------------------
