@@ -36,7 +36,7 @@ def audit_record(
     actor: str,
     target: str = "",
     connection: Connection | None = None,
-    user: Any = None,
+    user: User | None = None,
     detail: dict[str, Any] | None = None,
 ) -> AuditEvent:
     return AuditEvent.objects.create(
@@ -45,7 +45,7 @@ def audit_record(
         actor=actor[:150],
         target=target[:200],
         connection=connection,
-        user=user if user is not None and getattr(user, "pk", None) else None,
+        user=user if user is not None and user.pk else None,
         detail=detail or {},
     )
 

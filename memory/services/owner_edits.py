@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from memory.models import Fact, Kind, State
@@ -25,7 +26,7 @@ def _check_protected(kind: str) -> None:
 
 
 @transaction.atomic
-def fact_owner_edit(*, fact: Fact, text: str, editor: Any, source: str = "") -> Fact:
+def fact_owner_edit(*, fact: Fact, text: str, editor: User, source: str = "") -> Fact:
     """Replace a current protected item's text with a new version that supersedes it.
 
     The old row is locked and must still be active: two owners editing at once cannot both
@@ -61,7 +62,7 @@ def fact_owner_edit(*, fact: Fact, text: str, editor: Any, source: str = "") -> 
 
 @transaction.atomic
 def fact_owner_create(
-    *, project: Project, kind: str, text: str, editor: Any, data_class: str | None = None, source: str = ""
+    *, project: Project, kind: str, text: str, editor: User, data_class: str | None = None, source: str = ""
 ) -> Fact:
     """Add a new protected item to a project."""
     _check_protected(kind)
@@ -74,7 +75,7 @@ def fact_owner_create(
     return fact
 
 
-def _published(project: Project, editor: Any, fact: Fact, detail: dict[str, Any]) -> None:
+def _published(project: Project, editor: User, fact: Fact, detail: dict[str, Any]) -> None:
     project_touch(project_ids=[project.pk])
     audit_record(
         workspace=project.workspace,
