@@ -22,7 +22,13 @@ from memory.services.facts import (
     project_touch,
 )
 from memory.services.owner_edits import fact_owner_create, fact_owner_edit
-from memory.services.proposals import Submitted, proposal_submit, submitted_status
+from memory.services.proposals import (
+    ProposedChange,
+    Submitted,
+    proposal_submit,
+    proposals_submit,
+    submitted_status,
+)
 from memory.services.publishing import (
     context_request_record,
     publication_bootstrap,
@@ -34,6 +40,7 @@ from memory.services.tenancy import workspace_erase, workspace_open
 __all__ = [
     "ConsolidationReport",
     "FactRow",
+    "ProposedChange",
     "Submitted",
     "consolidation_run",
     "context_request_record",
@@ -48,6 +55,7 @@ __all__ = [
     "proposal_consolidate",
     "proposal_reject",
     "proposal_submit",
+    "proposals_submit",
     "publication_bootstrap",
     "publication_heartbeat",
     "publication_record",
