@@ -55,7 +55,7 @@ def _seed(tenant: Tenant) -> list[Fact]:
         elif i % 50 == 2:  # 100 quarantined by untrusted evidence
             spec["trust"] = "untrusted"
         specs.append(spec)
-    # A few through the real service too, so both paths feed the same chain.
+    # The seed submits in bulk; a few more one at a time, so both entry points feed one chain.
     seed_proposals(connection=claude, project=project, specs=specs[:-3])
     for spec in specs[-3:]:
         proposal_submit(
