@@ -1,8 +1,8 @@
-"""Thousands of pending proposals at once, stored exactly as proposal_submit stores them.
+"""Thousands of pending proposals at once, through the agent write path itself.
 
-proposal_submit takes the workspace lock per proposal (a round trip or four each); tests of the
-consolidator that need 5,000 pending proposals build them from the same pieces (the schema check,
-the content digest, the ledger's attestation chain) and insert them in bulk under that lock.
+`proposal_submit` takes the workspace lock once per proposal; tests of the consolidator that need
+5,000 pending proposals submit them with `proposals_submit`, the same checks, taint and
+attestation with one locked insert for all, so the seed cannot drift from what agents store.
 """
 
 from __future__ import annotations
@@ -10,56 +10,25 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.db import transaction
-from django.utils import timezone
-
-from memory import ledger
-from memory.models import Proposal, Taint
-from memory.validation import change_check, content_digest
-from workspaces.models import Connection, Project, Workspace
+from memory.models import Proposal
+from memory.services import ProposedChange, proposals_submit
+from workspaces.models import Connection, Project
+from workspaces.selectors import agent_scope
 
 
 def seed_proposals(
     *, connection: Connection, project: Project, specs: list[dict[str, Any]]
 ) -> list[Proposal]:
     """Each spec: {op, text, target?, trust?}. Returns the stored proposals in seq order."""
-    zone = connection.zone
-    with transaction.atomic():
-        Workspace.objects.select_for_update().filter(pk=connection.workspace_id).get()
-        last = (
-            Proposal.objects.filter(workspace_id=connection.workspace_id)
-            .order_by("-seq")
-            .values_list("seq", "attestation")
-            .first()
+    changes = [
+        ProposedChange(
+            request_id=f"seed-{uuid.uuid4()}",
+            op=spec["op"],
+            text=spec["text"],
+            target=spec.get("target"),
+            evidence=[{"ref": f"logs/{n}.txt", "trust": spec.get("trust", "trusted")}],
         )
-        seq, previous = last if last else (0, "")
-        rows = []
-        for spec in specs:
-            change = change_check(op=spec["op"], text=spec["text"], target=spec.get("target"))
-            claimed = spec.get("trust", "trusted")
-            counted = "untrusted" if zone.is_low_trust else claimed
-            taint = Taint.UNTRUSTED if counted == "untrusted" else Taint.CLEAN
-            seq += 1
-            proposal = Proposal(
-                workspace_id=connection.workspace_id,
-                project=project,
-                connection=connection,
-                actor=connection.actor,
-                zone=zone.name,
-                request_id=f"seed-{uuid.uuid4()}",
-                seq=seq,
-                op=change.op,
-                kind=change.kind,
-                target=change.target,
-                text=change.text,
-                supersedes=change.base if change.op == Proposal.Op.UPDATE_FACT else "",
-                evidence=[{"claimed": claimed, "trust": counted, "ref": f"logs/{seq}.txt"}],
-                content_digest=content_digest(project_id=project.pk, change=change),
-                status=Proposal.Status.QUARANTINED if taint else Proposal.Status.QUEUED,
-                taint=taint,
-                created_at=timezone.now(),
-            )
-            proposal.attestation = previous = ledger.attest(proposal, previous)
-            rows.append(proposal)
-        Proposal.objects.bulk_create(rows, batch_size=1000)
-    return rows
+        for n, spec in enumerate(specs, start=1)
+    ]
+    submitted = proposals_submit(scope=agent_scope(connection), project_id=project.slug, changes=changes)
+    return [s.proposal for s in submitted]

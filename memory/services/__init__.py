@@ -22,7 +22,13 @@ from memory.services.facts import (
     project_touch,
 )
 from memory.services.owner_edits import fact_owner_create, fact_owner_edit
-from memory.services.proposals import Submitted, proposal_submit, submitted_status
+from memory.services.proposals import (
+    ProposedChange,
+    Submitted,
+    proposal_submit,
+    proposals_submit,
+    submitted_status,
+)
 from memory.services.publishing import (
     context_request_record,
     publication_bootstrap,
@@ -35,6 +41,7 @@ __all__ = [
     "ConsolidationReport",
     "Decisions",
     "FactRow",
+    "ProposedChange",
     "Submitted",
     "consolidation_run",
     "context_request_record",
@@ -50,6 +57,7 @@ __all__ = [
     "proposal_reject",
     "proposal_submit",
     "proposals_decide",
+    "proposals_submit",
     "publication_bootstrap",
     "publication_heartbeat",
     "publication_record",

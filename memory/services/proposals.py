@@ -15,9 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -167,14 +168,12 @@ def _evidence_check(evidence: Sequence[Mapping[str, Any]], scope: AgentScope) ->
     return stored
 
 
-def _target_resolve(scope: AgentScope, project: Project, change: CheckedChange) -> Fact | None:
+def _target_resolve(reads: _Reads, project: Project, change: CheckedChange) -> Fact | None:
     """The item an update, close or retraction applies to, as this credential may see it."""
     if not change.base:
         return None
-    fact = Fact.objects.filter(workspace_id=scope.workspace_id, ref=change.base).only(
-        "id", "workspace_id", "ref", "kind", "state", "data_class", "project_id", "taint"
-    )
-    found = fact.first()
+    scope = reads.scope
+    found = reads.items([change.base]).get(change.base)
     if found is not None and found.kind in Kind.protected():
         target_kind_check(op=change.op, kind=found.kind)  # raises ProtectedTarget
     if found is None or found.project_id != project.pk:
@@ -200,6 +199,221 @@ def _rate_check(scope: AgentScope) -> None:
         )
 
 
+class ProposedChange(TypedDict, total=False):
+    """One change of a submission: what propose_memory takes besides the credential and project."""
+
+    request_id: Required[str]
+    op: Required[str]
+    text: Required[str]
+    evidence: Required[Sequence[Mapping[str, Any]]]
+    target: str | None
+    supersedes: str | None
+    kind: str | None
+
+
+# Lookups by a list of keys are split into statements of at most this many parameters.
+_CHUNK = 500
+
+
+class _Reads:
+    """What a submission reads besides its writes: the project, replays, and the items it names.
+
+    Each is read once per submission, on first need, so a single proposal reads exactly what it
+    did alone. A bulk submission announces its request ids and refs up front (`expect`); they are
+    then read in a few chunked statements instead of one or two per change.
+    """
+
+    def __init__(self, scope: AgentScope, project_id: str) -> None:
+        self.scope = scope
+        self.project_id = project_id
+        self._project: Project | None = None
+        self._replays: dict[str, int | None] = {}  # request id -> the stored proposal's pk, or None
+        self._items: dict[str, Fact | None] = {}  # ref -> the item of this workspace, or None
+        self._expected_refs: set[str] = set()
+
+    def project(self) -> Project:
+        if self._project is None:
+            self._project = project_for_agent(self.scope, self.project_id)
+        return self._project
+
+    def expect(self, *, request_ids: Iterable[str], refs: Iterable[str]) -> None:
+        self._probe([r for r in request_ids if r not in self._replays])
+        self._expected_refs.update(refs)
+
+    def existing(self, request_id: str) -> Proposal | None:
+        """The proposal already stored under this request id (the actor's), if any."""
+        if request_id not in self._replays:
+            self._probe([request_id])
+        pk = self._replays[request_id]
+        return None if pk is None else Proposal.objects.select_related("project").get(pk=pk)
+
+    def stored_meanwhile(self, request_ids: Sequence[str]) -> dict[str, Proposal]:
+        """Of these request ids, the ones another transaction has stored since (read afresh)."""
+        for request_id in request_ids:
+            self._replays.pop(request_id, None)
+        self._probe(list(request_ids))
+        return {r: p for r in request_ids if (p := self.existing(r)) is not None}
+
+    def items(self, refs: Sequence[str]) -> dict[str, Fact]:
+        """The workspace's items among `refs` (with any expected ones not read yet)."""
+        missing = [r for r in refs if r not in self._items]
+        if missing:
+            unread = sorted(self._expected_refs.difference(self._items, missing))
+            self._expected_refs.clear()
+            fetch = [*dict.fromkeys(missing), *unread]
+            for start in range(0, len(fetch), _CHUNK):
+                chunk = fetch[start : start + _CHUNK]
+                found = Fact.objects.filter(workspace_id=self.scope.workspace_id, ref__in=chunk).only(
+                    "id", "workspace_id", "ref", "kind", "state", "data_class", "project_id", "taint"
+                )
+                self._items.update(dict.fromkeys(chunk))
+                self._items.update((f.ref, f) for f in found)
+        return {r: f for r in refs if (f := self._items[r]) is not None}
+
+    def _probe(self, request_ids: list[str]) -> None:
+        # The common case is "no such request": an index-only probe, the row only for a replay.
+        scope = self.scope
+        for start in range(0, len(request_ids), _CHUNK):
+            chunk = request_ids[start : start + _CHUNK]
+            self._replays.update(dict.fromkeys(chunk))
+            self._replays.update(
+                Proposal.objects.filter(
+                    workspace_id=scope.workspace_id, actor=scope.actor, request_id__in=chunk
+                ).values_list("request_id", "pk")
+            )
+
+
+def _propose_check(scope: AgentScope) -> None:
+    if not scope.can_propose:
+        raise ForbiddenScope(
+            "This credential is read-only: it may read memory but not propose changes.",
+            action="Do not retry. Ask the workspace owner for a contributor credential.",
+        )
+
+
+def _change_args(change: ProposedChange) -> dict[str, Any]:
+    return {
+        "op": change["op"],
+        "text": change["text"],
+        "target": change.get("target"),
+        "supersedes": change.get("supersedes"),
+        "kind": change.get("kind"),
+    }
+
+
+def _prepare(reads: _Reads, change: ProposedChange) -> Submitted:
+    """Check one change and build its proposal, unsaved, with its taint; or replay its request id.
+
+    Every check of the write path is here, in the order the errors are reported in.
+    """
+    scope = reads.scope
+    request_id = change["request_id"]
+    if not REQUEST_ID_RE.match(request_id):
+        raise InvalidRequest(f"request_id must be {REQUEST_ID_HELP}")
+    change_args = _change_args(change)
+    evidence = change["evidence"]
+    existing = reads.existing(request_id)
+    if existing is not None:
+        return _replay(existing, project_id=reads.project_id, change=change_args, evidence=evidence)
+    _rate_check(scope)
+
+    checked = change_check(**change_args)
+    project = reads.project()
+    target_fact = _target_resolve(reads, project, checked)
+    stored_evidence = _evidence_check(evidence, scope)
+    if target_fact is not None and checked.op == Proposal.Op.UPDATE_FACT and not checked.kind:
+        checked = CheckedChange(
+            op=checked.op, kind=target_fact.kind, text=checked.text, target=checked.target, base=checked.base
+        )
+
+    refs = cited_refs(text=change["text"], evidence=stored_evidence, base=checked.base)
+    cited = {ref: fact.taint for ref, fact in reads.items(refs).items()} if refs else {}
+    for entry in stored_evidence:
+        ref = entry.get("ref", "").removeprefix("unforgetter:")
+        if ref in cited:
+            entry["cites"] = ref
+    taint = max(
+        [
+            Taint.UNTRUSTED if scope.is_low_trust else Taint.CLEAN,
+            *(Taint.UNTRUSTED if e["trust"] == UNTRUSTED else Taint.CLEAN for e in stored_evidence),
+            *cited.values(),
+        ]
+    )
+    status = Proposal.Status.QUARANTINED if taint > Taint.CLEAN else Proposal.Status.QUEUED
+    proposal = Proposal(
+        workspace_id=scope.workspace_id,
+        project=project,
+        connection_id=scope.connection_id,
+        actor=scope.actor,
+        zone=scope.zone,
+        request_id=request_id,
+        op=checked.op,
+        kind=checked.kind,
+        target=checked.target,
+        text=checked.text,
+        supersedes=checked.base if checked.op == Proposal.Op.UPDATE_FACT else "",
+        evidence=stored_evidence,
+        content_digest=content_digest(project_id=project.pk, change=checked),
+        status=status,
+        taint=taint,
+        created_at=timezone.now(),
+    )
+    return Submitted(proposal=proposal)
+
+
+def _store(workspace_id: int, proposals: Sequence[Proposal]) -> None:
+    """Insert prepared proposals in order, each attested after the one before it."""
+    with transaction.atomic():
+        # The workspace row's lock orders every insert of this workspace: seq and the previous
+        # attestation are read under it and the insert commits before the next writer reads.
+        # (SQLite has no row locks: its IMMEDIATE transactions already take the one write lock.)
+        if db_connection.features.has_select_for_update:
+            Workspace.objects.select_for_update().filter(pk=workspace_id).values_list("pk", flat=True).get()
+        last = (
+            Proposal.objects.filter(workspace_id=workspace_id)
+            .order_by("-seq")
+            .values_list("seq", "attestation")
+            .first()
+        )
+        seq, previous = last if last else (0, "")
+        for proposal in proposals:
+            seq += 1
+            proposal.seq = seq
+            proposal.attestation = previous = ledger.attest(proposal, previous)
+        Proposal.objects.bulk_create(proposals, batch_size=_CHUNK)
+        transaction.on_commit(lambda: consolidation_enqueue(workspace_id), robust=True)
+
+
+def _submit(reads: _Reads, changes: Sequence[ProposedChange]) -> list[Submitted]:
+    """Prepare every change, then store the new ones together; replays answer the original."""
+    results = [_prepare(reads, change) for change in changes]
+    fresh = [i for i, submitted in enumerate(results) if not submitted.duplicate]
+    while fresh:
+        try:
+            _store(reads.scope.workspace_id, [results[i].proposal for i in fresh])
+        except IntegrityError:
+            # A concurrent replay committed first: the unique (workspace, actor, request_id)
+            # constraint is the last word on replays, and the transaction above left nothing
+            # behind. Those become replays; the rest are stored again.
+            taken = reads.stored_meanwhile([changes[i]["request_id"] for i in fresh])
+            if not taken:
+                raise
+            for i in fresh:
+                results[i].proposal.pk = None
+                original = taken.get(changes[i]["request_id"])
+                if original is not None:
+                    results[i] = _replay(
+                        original,
+                        project_id=reads.project_id,
+                        change=_change_args(changes[i]),
+                        evidence=changes[i]["evidence"],
+                    )
+            fresh = [i for i in fresh if not results[i].duplicate]
+        else:
+            break
+    return results
+
+
 def proposal_submit(
     *,
     scope: AgentScope,
@@ -218,94 +432,44 @@ def proposal_submit(
     tainted; the taint is the maximum of those. Evidence refs are looked up among our own items
     (citations) and never fetched. Consolidation is enqueued when the insert commits.
     """
-    if not scope.can_propose:
-        raise ForbiddenScope(
-            "This credential is read-only: it may read memory but not propose changes.",
-            action="Do not retry. Ask the workspace owner for a contributor credential.",
-        )
-    if not REQUEST_ID_RE.match(request_id):
-        raise InvalidRequest(f"request_id must be {REQUEST_ID_HELP}")
-    change_args = {"op": op, "text": text, "target": target, "supersedes": supersedes, "kind": kind}
-    workspace_id = scope.workspace_id
-    existing = _existing(workspace_id, scope.actor, request_id)
-    if existing is not None:
-        return _replay(existing, project_id=project_id, change=change_args, evidence=evidence)
-    _rate_check(scope)
-
-    change = change_check(op=op, text=text, target=target, supersedes=supersedes, kind=kind)
-    project = project_for_agent(scope, project_id)
-    target_fact = _target_resolve(scope, project, change)
-    stored_evidence = _evidence_check(evidence, scope)
-    if target_fact is not None and change.op == Proposal.Op.UPDATE_FACT and not change.kind:
-        change = CheckedChange(
-            op=change.op, kind=target_fact.kind, text=change.text, target=change.target, base=change.base
-        )
-
-    refs = cited_refs(text=text, evidence=stored_evidence, base=change.base)
-    cited: dict[str, int] = {}
-    if refs:
-        cited = dict(Fact.objects.filter(workspace_id=workspace_id, ref__in=refs).values_list("ref", "taint"))
-    for entry in stored_evidence:
-        ref = entry.get("ref", "").removeprefix("unforgetter:")
-        if ref in cited:
-            entry["cites"] = ref
-    taint = max(
-        [
-            Taint.UNTRUSTED if scope.is_low_trust else Taint.CLEAN,
-            *(Taint.UNTRUSTED if e["trust"] == UNTRUSTED else Taint.CLEAN for e in stored_evidence),
-            *cited.values(),
-        ]
-    )
-    status = Proposal.Status.QUARANTINED if taint > Taint.CLEAN else Proposal.Status.QUEUED
-    proposal = Proposal(
-        workspace_id=workspace_id,
-        project=project,
-        connection_id=scope.connection_id,
-        actor=scope.actor,
-        zone=scope.zone,
+    _propose_check(scope)
+    change = ProposedChange(
         request_id=request_id,
-        op=change.op,
-        kind=change.kind,
-        target=change.target,
-        text=change.text,
-        supersedes=change.base if change.op == Proposal.Op.UPDATE_FACT else "",
-        evidence=stored_evidence,
-        content_digest=content_digest(project_id=project.pk, change=change),
-        status=status,
-        taint=taint,
-        created_at=timezone.now(),
+        op=op,
+        text=text,
+        evidence=evidence,
+        target=target,
+        supersedes=supersedes,
+        kind=kind,
     )
-    try:
-        with transaction.atomic():
-            # The workspace row's lock orders every insert of this workspace: seq and the previous
-            # attestation are read under it and the insert commits before the next writer reads.
-            # (SQLite has no row locks: its IMMEDIATE transactions already take the one write lock.)
-            if db_connection.features.has_select_for_update:
-                Workspace.objects.select_for_update().filter(pk=workspace_id).values_list(
-                    "pk", flat=True
-                ).get()
-            last = (
-                Proposal.objects.filter(workspace_id=workspace_id)
-                .order_by("-seq")
-                .values_list("seq", "attestation")
-                .first()
-            )
-            proposal.seq = (last[0] if last else 0) + 1
-            proposal.attestation = ledger.attest(proposal, last[1] if last else "")
-            proposal.save(force_insert=True)
-            transaction.on_commit(lambda: consolidation_enqueue(workspace_id), robust=True)
-    except IntegrityError:
-        # A concurrent replay committed first: the unique (workspace, actor, request_id)
-        # constraint is the last word on replays, and the transaction above left nothing behind.
-        existing = _existing(workspace_id, scope.actor, request_id)
-        if existing is None:
-            raise
-        return _replay(existing, project_id=project_id, change=change_args, evidence=evidence)
-    return Submitted(proposal=proposal)
+    (submitted,) = _submit(_Reads(scope, project_id), [change])
+    return submitted
 
 
-def _existing(workspace_id: int, actor: str, request_id: str) -> Proposal | None:
-    # The common case is "no such request": an index-only probe, the row only for a replay.
-    key = {"workspace_id": workspace_id, "actor": actor, "request_id": request_id}
-    pk = Proposal.objects.filter(**key).values_list("pk", flat=True).first()
-    return None if pk is None else Proposal.objects.select_related("project").get(pk=pk)
+def proposals_submit(
+    *, scope: AgentScope, project_id: str, changes: Sequence[ProposedChange]
+) -> list[Submitted]:
+    """Submit many changes to one project at once, as `proposal_submit` submits each, in order.
+
+    The same checks, taint and attestation, change by change; one locked insert for all, so seq
+    order is the order of `changes`. All or nothing: the first refused change raises its error
+    and nothing is stored. A request id may appear once per call.
+    """
+    _propose_check(scope)
+    request_ids = [change["request_id"] for change in changes]
+    repeated = next((r for r, n in Counter(request_ids).items() if n > 1), None)
+    if repeated is not None:
+        raise InvalidRequest(f"request_id {repeated[:128]!r} appears more than once in this submission.")
+    reads = _Reads(scope, project_id)
+    reads.expect(
+        request_ids=[r for r in request_ids if REQUEST_ID_RE.match(r)],
+        refs=(ref for change in changes for ref in _named_refs(change)),
+    )
+    return _submit(reads, changes)
+
+
+def _named_refs(change: ProposedChange) -> list[str]:
+    """The refs a change may name, read from its raw form (only to read them all at once)."""
+    base = (change.get("supersedes") or change.get("target") or "").strip()
+    evidence = [item for item in change["evidence"] if isinstance(item, Mapping)]
+    return cited_refs(text=change["text"], evidence=evidence, base=base)

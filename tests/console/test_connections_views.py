@@ -6,6 +6,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 
@@ -80,7 +81,8 @@ def test_issuing_a_token_shows_it_once_with_client_snippets(owner: Client, tenan
     assert connection.created_by == tenant.owner
     for client in ("Claude Code", "Cursor", "VS Code", "Codex", "ChatGPT", "Inspector"):
         assert client in content, client
-    assert "http://127.0.0.1:8000/mcp" in content or "/mcp" in content
+    # The endpoint clients must type: PUBLIC_URL's /mcp (the live-server fixture repoints it).
+    assert f'<code id="mcp-url">{settings.PUBLIC_URL}/mcp</code>' in content
     assert 'data-copy="#token"' in content
     # Shown once: no other page ever carries it.
     for url in (

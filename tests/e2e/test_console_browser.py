@@ -44,6 +44,7 @@ PHONE = {"width": 390, "height": 844}
 
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.slow,  # a Chromium of its own, with its renderer and GPU processes
     pytest.mark.skipif(
         not CHROMIUM.exists(),
         reason="Debian's Chromium is not installed at /usr/bin/chromium (apt-get install chromium)",

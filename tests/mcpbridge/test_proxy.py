@@ -14,6 +14,9 @@ from mcp.shared.exceptions import MCPError
 
 from tests.conftest import LiveServer, Tenant
 
+# Each test starts the stdio proxy as a process of its own.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -20,6 +20,9 @@ from tests.processes import database_url_for_tests, process_env, start, stop, wa
 from unforgetter.celery import app as celery_app
 from workspaces.selectors import agent_scope
 
+# A Celery worker and a beat process of their own: multi-process, seconds each.
+pytestmark = pytest.mark.slow
+
 BROKER = "redis://127.0.0.1:6379/3"
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from memory.context import context_for_agent
@@ -21,6 +22,7 @@ from memory.services import (
     publication_heartbeat,
 )
 from tests.conftest import Tenant
+from tests.factories import UserFactory
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Connection
 from workspaces.selectors import agent_scope
@@ -136,7 +138,7 @@ def test_review_transitions_are_checked(tenant: Tenant) -> None:
         proposal_reject(proposal=published, reviewer=tenant.owner, note="too late")
     with pytest.raises(InvalidRequest):
         proposal_reject(proposal=quarantined, reviewer=tenant.owner, note="  ")
-    stranger = tenant.owner.__class__.objects.create(username="stranger")
+    stranger = cast(User, UserFactory(username="stranger"))
     with pytest.raises(ProposalStateError):
         proposal_approve(proposal=quarantined, reviewer=stranger)
     rejected = proposal_reject(proposal=quarantined, reviewer=tenant.owner, note="Source is a blog.")

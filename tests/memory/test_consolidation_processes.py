@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from django.db import connection
 from django.db.models import Count
 from django.test import override_settings
@@ -25,6 +26,9 @@ from tests.conftest import Tenant
 from tests.processes import database_url_for_tests, manage, process_env, start, stop, wait_until
 from tests.seed import seed_proposals
 from workspaces.selectors import agent_scope
+
+# Two consolidator processes, one killed and restarted, over 5,000 proposals.
+pytestmark = pytest.mark.slow
 
 TOTAL = 5_000
 BASES = 20
@@ -55,7 +59,7 @@ def _seed(tenant: Tenant) -> list[Fact]:
         elif i % 50 == 2:  # 100 quarantined by untrusted evidence
             spec["trust"] = "untrusted"
         specs.append(spec)
-    # A few through the real service too, so both paths feed the same chain.
+    # The seed submits in bulk; a few more one at a time, so both entry points feed one chain.
     seed_proposals(connection=claude, project=project, specs=specs[:-3])
     for spec in specs[-3:]:
         proposal_submit(

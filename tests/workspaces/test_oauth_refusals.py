@@ -14,6 +14,7 @@ from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken
 
 from tests.conftest import LiveServer, Tenant
+from tests.factories import UserFactory
 from tests.mcp_client import MCPClient
 from tests.workspaces.oauth_harness import (
     CALLBACK,
@@ -164,8 +165,6 @@ def test_owner_cannot_grant_a_workspace_they_do_not_own(
 
 
 def test_user_owning_no_workspace_cannot_approve(oauth_live: LiveServer, hand: HandClient) -> None:
-    from tests.factories import UserFactory
-
     stranger = UserFactory(username="stranger")
     _, challenge = pkce_pair()
     url = hand.authorize_url(

@@ -16,6 +16,7 @@ from tests.mcp_client import MCPClient
 from tests.workspaces.oauth_harness import Consent, ConsentDriver, HandClient, session_cookies
 from workspaces.exceptions import ForbiddenScope
 from workspaces.models import Connection
+from workspaces.scope import AgentScope
 
 
 def _verified_scopes(raw: str) -> list[str] | None:
@@ -50,8 +51,10 @@ def test_role_narrows_a_token_that_claims_more(oauth_live: LiveServer, tenant: T
     assert _verified_scopes(tokens["access_token"]) == ["memory:read"]
 
 
-def _run_with_token(raw: str, scope: str) -> None:
-    async def call() -> None:
+def _run_with_token(raw: str, scope: str) -> AgentScope:
+    """The scope require_scope grants a request carrying this token, or its refusal."""
+
+    async def call() -> AgentScope:
         try:
             token = await ConnectionTokenVerifier().verify_token(raw)
         finally:
@@ -61,11 +64,11 @@ def _run_with_token(raw: str, scope: str) -> None:
         assert token is not None
         reset = auth_context_var.set(AuthenticatedUser(token))
         try:
-            require_scope(scope)
+            return require_scope(scope)
         finally:
             auth_context_var.reset(reset)
 
-    asyncio.run(call())
+    return asyncio.run(call())
 
 
 def test_require_scope_refuses_a_reader_proposing(tenant: Tenant, live: LiveServer) -> None:
@@ -77,8 +80,10 @@ def test_require_scope_refuses_a_reader_proposing(tenant: Tenant, live: LiveServ
 
 
 def test_require_scope_lets_a_contributor_propose(tenant: Tenant, live: LiveServer) -> None:
-    token, _ = tenant.issue(role=Connection.Role.CONTRIBUTOR)
-    _run_with_token(token, "memory:propose")
+    token, connection = tenant.issue(role=Connection.Role.CONTRIBUTOR)
+    granted = _run_with_token(token, "memory:propose")
+    assert granted.connection_id == connection.pk
+    assert granted.can_propose
 
 
 def test_a_contributor_token_consented_for_reading_only_cannot_propose(
