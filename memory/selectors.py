@@ -25,7 +25,7 @@ def agent_facts(scope: AgentScope, project: Project) -> QuerySet[Fact]:
     assert scope.sees_project(
         workspace_id=project.workspace_id, project_id=project.pk, data_class=project.data_class
     ), "project must come from project_for_agent"
-    return Fact.objects.current().filter(project=project, data_class__in=scope.data_classes)
+    return Fact.objects.current().filter(scope.item_filter(), project=project)
 
 
 def projects_for_agent(scope: AgentScope) -> ProjectList:
@@ -73,7 +73,7 @@ def search_for_agent(
             raise InvalidRequest("query must contain at least one word or number.")
         hits = search.rank(
             project_id=project.pk,
-            data_classes=scope.data_classes,
+            data_classes=scope.visible_classes,
             states=list(State.current()),
             query=query,
             match="all",

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db.models import Q
+
 from workspaces.models import DataClass, TrustZone
 from workspaces.scopes import SCOPE_PROPOSE, SCOPE_READ
 
@@ -52,9 +54,16 @@ class AgentScope:
         return SCOPE_PROPOSE in self.grants
 
     # --- what it may see -----------------------------------------------------------------------
+    # Each rule is written once, as a predicate and, beside it, as the SQL filter that applies it
+    # to a queryset; raw SQL takes `visible_classes` as its parameter.
+
+    @property
+    def visible_classes(self) -> tuple[str, ...]:
+        """The data classes this credential sees, in rank order; never `restricted`."""
+        return tuple(c for c in self.data_classes if c != DataClass.RESTRICTED)
 
     def sees_data_class(self, data_class: str) -> bool:
-        return data_class in self.data_classes and data_class != DataClass.RESTRICTED
+        return data_class in self.visible_classes
 
     def lists_project(self, project_id: int) -> bool:
         """Whether the project is on the credential's list (or the list is every project)."""
@@ -68,6 +77,13 @@ class AgentScope:
             and self.lists_project(project_id)
         )
 
+    def project_filter(self) -> Q:
+        """`sees_project` as a filter on Project rows."""
+        condition = Q(workspace_id=self.workspace_id, data_class__in=self.visible_classes)
+        if self.project_ids is not None:
+            condition &= Q(pk__in=self.project_ids)
+        return condition
+
     def sees_item(self, *, workspace_id: int, project_id: int, data_class: str) -> bool:
         """An item is visible in a visible project when its own data class is allowed too.
 
@@ -79,6 +95,13 @@ class AgentScope:
             and self.lists_project(project_id)
             and self.sees_data_class(data_class)
         )
+
+    def item_filter(self) -> Q:
+        """`sees_item` as a filter on memory item rows."""
+        condition = Q(workspace_id=self.workspace_id, data_class__in=self.visible_classes)
+        if self.project_ids is not None:
+            condition &= Q(project_id__in=self.project_ids)
+        return condition
 
     def fingerprint(self) -> str:
         """Everything that decides what this credential may see, for cache keys bound to it."""

@@ -119,10 +119,7 @@ def agent_scopes(connection_ids: Iterable[int]) -> dict[int, AgentScope]:
 
 def project_catalogue(scope: AgentScope) -> QuerySet[Project]:
     """Projects this credential may select: its workspace, its list, its data classes."""
-    queryset = Project.objects.filter(workspace_id=scope.workspace_id, data_class__in=scope.data_classes)
-    if scope.project_ids is not None:
-        queryset = queryset.filter(pk__in=scope.project_ids)
-    return queryset.order_by("slug")
+    return Project.objects.filter(scope.project_filter()).order_by("slug")
 
 
 def project_for_agent(scope: AgentScope, project_id: str) -> Project:

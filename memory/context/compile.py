@@ -136,7 +136,7 @@ def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recen
     """
     hits = search.rank(
         project_id=project.pk,
-        data_classes=scope.data_classes,
+        data_classes=scope.visible_classes,
         states=[State.ACTIVE],
         kinds=(*FACT_KINDS, Kind.METHOD),
         query=task,
