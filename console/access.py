@@ -17,6 +17,8 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import render
 from django.urls import reverse
@@ -97,6 +99,14 @@ def console_view(*, methods: tuple[str, ...] = ("GET",), owner_only: bool = Fals
         return cast(View, with_csp(login_required(require_http_methods(list(methods))(wrapped))))
 
     return decorate
+
+
+def paged(request: HttpRequest, rows: QuerySet[Any]) -> tuple[Page[Any], str]:
+    """The requested page of a list, and the list's query string without the page number."""
+    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return page, query.urlencode()
 
 
 def render_page(

@@ -213,41 +213,66 @@ def token_issue(
     actor = actor.strip()
     if not actor:
         raise InvalidRequest("An actor name is required.")
-    trust_zone, classes, chosen_projects = _authority(workspace, role, zone, data_classes, projects)
-    now = timezone.now()
     raw = tokens.generate()
+    connection = _connection_create(
+        workspace=workspace,
+        authority=_authority(workspace, role, zone, data_classes, projects),
+        role=role,
+        ttl=ttl,
+        created_by=issued_by,
+        fields={
+            "kind": Connection.Kind.TOKEN,
+            "label": label,
+            "actor": actor,
+            "all_projects": projects is None,
+            "token_digest": tokens.digest(raw),
+            "token_hint": tokens.hint(raw),
+        },
+    )
+    return IssuedToken(connection=connection, token=raw)
+
+
+def _connection_create(
+    *,
+    workspace: Workspace,
+    authority: tuple[TrustZone, list[str], list[Project]],
+    role: str,
+    ttl: timedelta | None,
+    created_by: User | None,
+    fields: dict[str, Any],
+    audit: dict[str, Any] | None = None,
+) -> Connection:
+    """Store a checked credential, its projects and the audit event of its issue."""
+    trust_zone, classes, chosen_projects = authority
+    now = timezone.now()
     connection = Connection.objects.create(
         workspace=workspace,
-        kind=Connection.Kind.TOKEN,
-        label=label,
-        actor=actor,
         zone=trust_zone,
         role=role,
-        all_projects=projects is None,
         data_classes=classes,
-        token_digest=tokens.digest(raw),
-        token_hint=tokens.hint(raw),
-        created_by=issued_by,
+        created_by=created_by,
         created_at=now,
         expires_at=_expiry(trust_zone, ttl, now),
+        **fields,
     )
     if chosen_projects:
         connection.projects.set(chosen_projects)
     audit_record(
         workspace=workspace,
         action=AuditEvent.Action.TOKEN_ISSUED,
-        actor=getattr(issued_by, "username", "") or "operator",
-        user=issued_by,
+        actor=getattr(created_by, "username", "") or "operator",
+        user=created_by,
         connection=connection,
         target=connection.actor,
         detail={
+            **(audit or {}),
             "zone": trust_zone.name,
             "role": role,
             "data_classes": classes,
             "expires_at": connection.expires_at.isoformat(),
         },
     )
-    return IssuedToken(connection=connection, token=raw)
+    return connection
 
 
 @transaction.atomic
@@ -355,45 +380,30 @@ def oauth_connection_grant(
     """
     if not Membership.objects.filter(workspace=workspace, user=user, role=Membership.Role.OWNER).exists():
         raise NotFound("No such workspace.")
-    trust_zone, classes, chosen_projects = _authority(workspace, role, zone, data_classes, projects)
+    authority = _authority(workspace, role, zone, data_classes, projects)
     previous = Connection.objects.filter(
         kind=Connection.Kind.OAUTH, oauth_application=application, created_by=user, revoked_at__isnull=True
     )
     for old in previous:
         connection_revoke(connection=old, revoked_by=user)
-    now = timezone.now()
     client_name = (application.name or "OAuth client").strip()
-    connection = Connection.objects.create(
+    connection = _connection_create(
         workspace=workspace,
-        kind=Connection.Kind.OAUTH,
-        label=client_name[:200],
-        actor=f"{client_name}@{user.username}"[:100],
-        zone=trust_zone,
+        authority=authority,
         role=role,
-        all_projects=projects is None,
-        data_classes=classes,
-        oauth_application=application,
+        ttl=None,
         created_by=user,
-        created_at=now,
-        expires_at=_expiry(trust_zone, None, now),
-    )
-    if chosen_projects:
-        connection.projects.set(chosen_projects)
-    audit_record(
-        workspace=workspace,
-        action=AuditEvent.Action.TOKEN_ISSUED,
-        actor=user.username,
-        user=user,
-        connection=connection,
-        target=connection.actor,
-        detail={
+        fields={
+            "kind": Connection.Kind.OAUTH,
+            "label": client_name[:200],
+            "actor": f"{client_name}@{user.username}"[:100],
+            "all_projects": projects is None,
+            "oauth_application": application,
+        },
+        audit={
             "kind": Connection.Kind.OAUTH,
             "client_id": application.client_id,
             "registration": application.registration_source,
-            "zone": trust_zone.name,
-            "role": role,
-            "data_classes": classes,
-            "expires_at": connection.expires_at.isoformat(),
         },
     )
     return OAuthConsent(connection=connection, scopes=scopes_granted(role, requested_scopes))

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
 from console import selectors
-from console.access import PAGE_SIZE, Console, console_view, render_page, service_error
+from console.access import Console, console_view, paged, render_page, service_error
 from console.forms import (
     MemoryFilterForm,
     OwnerCreateForm,
@@ -27,14 +26,8 @@ def memory(request: HttpRequest, console: Console) -> HttpResponse:
     projects = selectors.project_slugs(console.workspace)
     form = MemoryFilterForm(request.GET or None, projects=projects)
     filters = form.cleaned_data if form.is_valid() else {}
-    page = Paginator(selectors.memory_items(console.workspace, filters), PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
-    query = request.GET.copy()
-    query.pop("page", None)
-    return render_page(
-        request, console, "memory.html", {"form": form, "page": page, "query": query.urlencode()}
-    )
+    page, query = paged(request, selectors.memory_items(console.workspace, filters))
+    return render_page(request, console, "memory.html", {"form": form, "page": page, "query": query})
 
 
 @console_view()

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
 from console import selectors
-from console.access import PAGE_SIZE, Console, console_view, render_page, service_error
+from console.access import Console, console_view, paged, render_page, service_error
 from console.diff import word_diff
 from console.forms import (
     ApproveForm,
@@ -34,16 +33,12 @@ def review_queue(request: HttpRequest, console: Console) -> HttpResponse:
         zones=selectors.review_zones(console.workspace),
     )
     filters = form.cleaned_data if form.is_valid() else {}
-    page = Paginator(selectors.review_queue(console.workspace, filters), PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
-    query = request.GET.copy()
-    query.pop("page", None)
+    page, query = paged(request, selectors.review_queue(console.workspace, filters))
     return render_page(
         request,
         console,
         "queue.html",
-        {"form": form, "page": page, "query": query.urlencode(), "reject_form": RejectForm()},
+        {"form": form, "page": page, "query": query, "reject_form": RejectForm()},
     )
 
 
