@@ -1,7 +1,8 @@
 """Import of memory items: the bulk path.
 
 Items are parsed and validated in a streaming pass and inserted in large batches (one transaction
-for the whole file), never saved one by one.
+for the whole file), never saved one by one. An import is a publication that changed memory, and
+on PostgreSQL it is followed by ANALYZE, so the next query is planned for the table as it is.
 JSONL: one item per line, `{"kind", "text", "state"?, "data_class"?, "ref"?, "source"?, "actor"?, "date"?}`.
 Markdown: CLAUDE.md / AGENTS.md style notes; each bullet or paragraph becomes one item, its kind
 taken from the heading above it (Decisions, Conventions, Policies, Open questions, ...).
@@ -17,11 +18,12 @@ from datetime import date
 from pathlib import Path
 from typing import Any, TextIO
 
+from django.db import connection as db
 from django.db import transaction
 
 from memory.models import Kind
 from memory.refs import is_ref
-from memory.services import FactRow, fact_row, fact_rows_insert
+from memory.services import FactRow, fact_row, fact_rows_insert, publication_record
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 
@@ -184,4 +186,18 @@ def memory_import(
             total += fact_rows_insert(project=project, rows=batch)
             if progress:
                 progress(total)
+    # A changed content version: bundles compiled before the import are not served after it.
+    publication_record(workspace=project.workspace, published_count=total, changed=True)
+    transaction.on_commit(_analyze)
     return ImportReport(imported=total, path=str(path))
+
+
+def _analyze() -> None:
+    """Planner statistics for the imported rows at once, not when autovacuum gets round to it.
+
+    A bulk load leaves PostgreSQL planning the next queries for the table as it was before (or,
+    on a new database, for an empty one); SQLite plans from its indexes alone.
+    """
+    if db.vendor == "postgresql":
+        with db.cursor() as cursor:
+            cursor.execute("ANALYZE memory_fact")
