@@ -198,6 +198,9 @@ def child_env(database_url: str, public_url: str = "http://127.0.0.1:8000") -> d
             # The write bench times one consolidator in its own process; the server's embedded
             # one would race it for the same proposals.
             "EMBEDDED_WORKER": "false",
+            # The benchmark measures speed with one token at full tilt, not the per-credential limits.
+            "CREDENTIAL_CALLS_PER_SECOND": "0",
+            "CREDENTIAL_CONCURRENCY": "0",
         }
     )
     env.pop("UNFORGETTER_TESTING", None)

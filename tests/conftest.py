@@ -13,6 +13,7 @@ import pytest
 import uvicorn
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.test import override_settings
 
 from memory.services import workspace_open
@@ -131,6 +132,12 @@ def mcp_client(live: LiveServer) -> Callable[..., MCPClient]:
 def mode(request: pytest.FixtureRequest) -> str:
     """Run a test once per protocol era."""
     return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_limits() -> None:
+    """Each test starts with no throttle counts: database flushes reuse credential ids."""
+    cache.clear()
 
 
 def pytest_configure() -> None:

@@ -277,6 +277,8 @@ UNFORGETTER = {
     # search_memory
     "SEARCH_PAGE_SIZE": env.int("SEARCH_PAGE_SIZE", default=10),
     "CURSOR_TTL": timedelta(seconds=env.int("CURSOR_TTL_SECONDS", default=15 * 60)),
+    # The longest one ranking statement may run (memory.query_limits; 0: no limit).
+    "SEARCH_STATEMENT_TIMEOUT_MS": env.int("SEARCH_STATEMENT_TIMEOUT_MS", default=2000),
     # credentials
     "TOKEN_DEFAULT_TTL": timedelta(days=env.int("TOKEN_DEFAULT_TTL_DAYS", default=90)),
     "LAST_USED_RESOLUTION": timedelta(seconds=60),
@@ -294,6 +296,12 @@ UNFORGETTER = {
     # retired ledger keys stay in LEDGER_KEY_FALLBACKS so proposals attested with them verify.
     "LEDGER_KEY": _ledger_key,
     "LEDGER_KEY_FALLBACKS": env.list("LEDGER_KEY_FALLBACKS", default=[]),
+    # Every agent call (MCP tools, REST): calls a credential may start per second (shared through
+    # the cache) and have in flight per serving process; over either: rate_limited (0: off). The
+    # rate is off by default under tests, whose scripted clients call far faster than agents; the
+    # tests of the limits switch it on.
+    "CREDENTIAL_CALLS_PER_SECOND": env.int("CREDENTIAL_CALLS_PER_SECOND", default=0 if TESTING else 20),
+    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=8),
     # propose_memory calls allowed per connection per minute (0: unlimited).
     "PROPOSE_RATE_PER_MINUTE": env.int("PROPOSE_RATE_PER_MINUTE", default=0),
     # MCP transport: hosts and browser origins allowed to reach /mcp (DNS-rebinding protection)
