@@ -51,7 +51,10 @@ def live_server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[L
     overrides.enable()
     from unforgetter.asgi import Router
 
-    config = uvicorn.Config(Router(), host="127.0.0.1", port=port, lifespan="on", log_level="warning")
+    # As documented: the router, not uvicorn, decides whose X-Forwarded-For is believed.
+    config = uvicorn.Config(
+        Router(), host="127.0.0.1", port=port, lifespan="on", log_level="warning", proxy_headers=False
+    )
     server = uvicorn.Server(config)
     with django_db_blocker.unblock():
         thread = threading.Thread(target=server.run, name="live-asgi", daemon=True)

@@ -16,6 +16,7 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from workspaces.keys import install_keys
+from workspaces.net import parse_networks
 
 # Django's generic classes (ModelAdmin[Model], QuerySet[Model], ...) subscriptable at run time,
 # as the type annotations write them.
@@ -36,6 +37,13 @@ _public = urlsplit(PUBLIC_URL)
 if _public.scheme not in ("http", "https") or not _public.hostname:
     raise ImproperlyConfigured(f"PUBLIC_URL must be an http(s) origin, got {PUBLIC_URL!r}.")
 MCP_RESOURCE_URL = f"{PUBLIC_URL}/mcp"
+
+# The reverse proxies (addresses or CIDR blocks) whose X-Forwarded-For and X-Forwarded-Proto are
+# believed, for throttles, audit and logs; none by default. Serve with uvicorn --no-proxy-headers.
+try:
+    TRUSTED_PROXIES = parse_networks(env.list("TRUSTED_PROXIES", default=[]))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"TRUSTED_PROXIES: {exc}") from exc
 
 ALLOWED_HOSTS = env.list(
     "ALLOWED_HOSTS", default=[_public.hostname, "127.0.0.1", "localhost", "[::1]", "testserver"]
@@ -153,6 +161,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Sign-in throttling (workspaces.login): failures per account and per address before a lockout.
+LOGIN_FAILURES_PER_ACCOUNT = env.int("LOGIN_FAILURES_PER_ACCOUNT", default=10)
+LOGIN_FAILURES_PER_ADDRESS = env.int("LOGIN_FAILURES_PER_ADDRESS", default=50)
+LOGIN_LOCKOUT = timedelta(seconds=env.int("LOGIN_LOCKOUT_SECONDS", default=15 * 60))
 LOGIN_URL = "/console/login/"
 LOGIN_REDIRECT_URL = "/console/"
 LOGOUT_REDIRECT_URL = "/console/login/"
