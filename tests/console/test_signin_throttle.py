@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -17,7 +18,7 @@ PASSWORD = "correct-horse-battery"
 LOGIN = "/console/login/"
 
 
-def sign_in(client: Client, username: str, password: str, address: str = "203.0.113.7") -> object:
+def sign_in(client: Client, username: str, password: str, address: str = "203.0.113.7") -> Any:
     return client.post(LOGIN, {"username": username, "password": password}, REMOTE_ADDR=address)
 
 
