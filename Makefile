@@ -21,7 +21,7 @@ migrate: setup
 
 run: migrate
 	$(PY) manage.py bootstrap_demo
-	$(VENV)/bin/uvicorn unforgetter.asgi:application --host $(HOST) --port $(PORT) --lifespan on --no-access-log
+	$(VENV)/bin/uvicorn unforgetter.asgi:application --host $(HOST) --port $(PORT) --lifespan on --no-proxy-headers --no-access-log
 
 test: setup
 	UNFORGETTER_TESTING=1 $(PY) -m pytest $(PYTEST_ARGS)

@@ -40,6 +40,7 @@ from memory.exceptions import ProtectedTarget
 from memory.selectors import projects_for_agent, search_for_agent
 from memory.services import proposal_submit
 from workspaces.exceptions import InvalidRequest, UnforgetterError
+from workspaces.limits import credential_rate_check, credential_slot
 from workspaces.scope import AgentScope
 from workspaces.selectors import project_for_agent
 
@@ -78,13 +79,26 @@ async def run_tool(
         return results.error(InvalidRequest(describe_validation_error(exc)))
     try:
         scope = current_scope()
-        payload = await sync_to_async(handler)(scope, args)
+        # The slot is taken on the event loop, before the call waits for a thread: calls over the
+        # credential's concurrency are refused without queueing behind anyone's work.
+        with credential_slot(scope.connection_id):
+            payload = await sync_to_async(_rate_checked(handler))(scope, args)
     except UnforgetterError as exc:
         return results.error(exc)
     except Exception:
         logger.exception("MCP tool %s failed", model.__name__)
         return results.error(results.InternalError("The server could not complete this call."))
     return results.ok(payload)
+
+
+def _rate_checked(
+    handler: Callable[[AgentScope, ArgsT], Mapping[str, Any]],
+) -> Callable[[AgentScope, ArgsT], Mapping[str, Any]]:
+    def checked(scope: AgentScope, args: ArgsT) -> Mapping[str, Any]:
+        credential_rate_check(scope.connection_id)
+        return handler(scope, args)
+
+    return checked
 
 
 def _list_projects(scope: AgentScope, args: ListProjectsArgs) -> ProjectList:
