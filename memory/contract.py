@@ -44,6 +44,8 @@ class Provenance(TypedDict):
     source: str
     date: str
     actor: str
+    # The item's id in the tool it was imported from, when it came with one.
+    origin: NotRequired[str]
 
 
 class ItemPayload(TypedDict):
