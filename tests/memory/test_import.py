@@ -324,3 +324,17 @@ def test_the_format_can_be_forced_and_a_wrong_one_is_named(tenant: Tenant, tmp_p
         run("import_memory", "acme", "platform", str(path), "--format", "mcp-memory")
     with pytest.raises(CommandError, match="basic-memory import takes a folder"):
         run("import_memory", "acme", "platform", str(path), "--format", "basic-memory")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_imported_items_are_served_with_their_origin(tenant: Tenant, tmp_path: Path, mcp_client: Any) -> None:
+    path = write_jsonl(
+        tmp_path / "items.jsonl", [{"id": "note-12", "kind": "decision", "text": "Webhooks retry thrice."}]
+    )
+    run("import_memory", "acme", "platform", str(path))
+    token, _ = tenant.issue()
+    client = mcp_client(token)
+    found = client.ok("search_memory", {"project_id": "platform", "query": "webhooks retry"})["results"]
+    assert [r["provenance"]["origin"] for r in found] == ["note-12"]
+    bundle = client.ok("get_context", {"project_id": "platform", "task": "webhooks retry"})
+    assert [item["provenance"]["origin"] for item in bundle["facts"]] == ["note-12"]
