@@ -8,7 +8,7 @@ are in `memory.exceptions`, in this same hierarchy.
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from typing_extensions import NotRequired, TypedDict  # pydantic reads them (output schemas) before 3.12
 
 
 class ErrorBody(TypedDict):

@@ -44,6 +44,7 @@ _ITEM_FIELDS = (
     "source",
     "source_date",
     "actor",
+    "origin",
     "created_at",
 )
 
