@@ -205,6 +205,11 @@ class Proposal(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices)
     reason = models.CharField(max_length=32, choices=Reason.choices, blank=True)
     reason_detail = models.CharField(max_length=500, blank=True)
+    signals = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="What the consolidator found: risk signals that held it, or the attack that rejected it.",
+    )
     taint = models.PositiveSmallIntegerField(choices=Taint.choices, default=Taint.CLEAN)
     attestation = models.CharField(
         max_length=64, help_text="HMAC over the canonical proposal and the previous one."
