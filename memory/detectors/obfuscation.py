@@ -19,7 +19,7 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from typing import Final
 
-from memory.detectors.normalisation import _CONFUSABLE_TABLE, View, word_set
+from memory.detectors.normalisation import _CONFUSABLE_TABLE, View, prepare, word_set
 from memory.detectors.signal import KIND_INJECTION, Signal
 
 _MAX_RUNS: Final = 8
@@ -99,7 +99,8 @@ def _squeeze(text: str) -> str:
     return unicodedata.normalize("NFC", _MARKS_RE.sub("", decomposed))
 
 
-_PHRASES: Final = tuple(dict.fromkeys(_squeeze(p) for p in _SQUEEZED_PHRASES))
+# Folded the way texts are (NFKC, casefold, look-alikes), then squeezed.
+_PHRASES: Final = tuple(dict.fromkeys(_squeeze(prepare(p).text) for p in _SQUEEZED_PHRASES))
 
 
 def _squeezed_phrase(text: str) -> bool:

@@ -19,6 +19,7 @@ from memory.detectors.normalisation import View, word_set
 _QUOTED_RE: Final = re.compile(
     r"```[\s\S]{0,20000}?```|~~~[\s\S]{0,20000}?~~~|`[^`\n]{1,2000}`|\"[^\"\n]{1,2000}\"|“[^”\n]{1,2000}”"
     r"|«[^»\n]{1,2000}»|„[^“”\n]{1,2000}[“”]|「[^」\n]{1,2000}」|『[^』\n]{1,2000}』|‘[^’\n]{1,2000}’"
+    r"|(?<![A-Za-z])'[^'\n]{8,2000}'(?![A-Za-z])"
 )
 _FRAMING: Final = word_set(
     """example examples e g eg such as like quote quoted quotes quoting threat threats model attack attacks

@@ -83,7 +83,7 @@ _RULES: Final[tuple[_Rule, ...]] = (
         "future_behaviour",
         "Gives a standing instruction about how readers behave in future tasks.",
         re.compile(
-            r"\b(?:from\s+now\s+on|going\s+forward|henceforth|from\s+this\s+point|until\s+told\s+otherwise"
+            r"\b(?:(?:from\s+now\s+on|going\s+forward|henceforth)(?!,?\s+(?:we|our|the\s+team|deploys?|releases?)\b)|from\s+this\s+point|until\s+told\s+otherwise"
             r"|standing\s+(?:order|rule|instruction|directive)s?|before\s+(?:every|each|any)\s+(?:task|answer"
             r"|response|reply|session|run|action|tool\s+call|commit|deploy)|(?:every|each)\s+time\s+you"
             r"|whenever\s+you|in\s+(?:every|all|each)\s+(?:future\s+)?(?:tasks?|answers?|responses?|replies"
@@ -103,7 +103,8 @@ _RULES: Final[tuple[_Rule, ...]] = (
         "authority_claim",
         "Claims authority (a policy, an owner's approval, effect immediately) no proposal can carry.",
         re.compile(
-            r"(?:^|\n|[\[(*#>])\s{0,3}(?:policy|rule|directive|order|mandate|notice|announcement|official)\s*[:\]-]"
+            r"(?:^|\n|[\[(*#>])\s{0,3}(?:policy|policies|rule|directive|order|mandate|notice|announcement|official"
+            r"|permissions?|goals?|identity)\s*[:\]-]"
             r"|\b(?:approved|authori[sz]ed|sanctioned|signed\s+off|mandated|ordered|endorsed)\s+by\s+(?:the\s+)?"
             r"(?:owner|owners|admins?|administrators?|security|management|leadership|cto|ceo|ciso|board"
             r"|workspace\s+owner|maintainers?|team\s+lead)"
@@ -115,7 +116,8 @@ _RULES: Final[tuple[_Rule, ...]] = (
             r"|com\s+efeito\s+imediato|с\s+немедленным\s+вступлением|立即生效|即時発効)"
         ),
         words=word_set(
-            """policy rule directive order mandate notice announcement official approved authorized
+            """policy policies permission permissions goal goals identity rule directive order mandate notice
+            announcement official approved authorized
             authorised sanctioned signed mandated ordered endorsed effective mandatory required supersedes
             overrides replaces precedence sofortiger effet efecto efeito немедленным"""
         ),
@@ -137,6 +139,9 @@ _RULES: Final[tuple[_Rule, ...]] = (
             r"(?:policy|policies|system|authoritative|trusted|instructions?|the\s+truth|binding)"
             r"|\b(?:this|these)\s+(?:note|item|fact|memory)\s+(?:supersedes|overrides|replaces|takes\s+precedence)"
             r"|\btakes\s+precedence\s+over\b|\bsupersedes\s+(?:all|any|every)\b"
+            r"|\b(?:goals?|policies|policy|permissions?|identity|identities|facts|methods|rules)\b[^\n.]{0,40}?"
+            r"\b(?:sections?|items?)\s+(?:are|is)\s+(?:outdated|obsolete|deprecated|stale|void|invalid|wrong"
+            r"|superseded|no\s+longer)|\buse\s+this\s+(?:note|item|fact)\s+instead\b"
         ),
         words=word_set(
             """policies rules facts instructions items notes memories sections guidelines decisions
@@ -158,6 +163,24 @@ _RULES: Final[tuple[_Rule, ...]] = (
             r"|\btrust[\s_-]?(?:level|zone)\s*[=:]\s*[\"']?(?:high|trusted|admin|full|owner)"
         ),
         words=word_set("without skip bypass disable circumvent grant give trust"),
+    ),
+    _Rule(
+        "exfiltration_request",
+        "Asks readers to move credentials, prompts or other projects' data somewhere.",
+        re.compile(
+            r"\b(?:put|include|add|append|embed|paste|insert|send|copy|leak|write|pass|attach)\b[^\n.]{0,80}?"
+            r"(?:api[\s_-]?keys?|tokens?|credentials?|passwords?|secrets?|environment\s+variables?|env\s+vars?"
+            r"|headers?|authorization|cookies?|system\s+prompt|\b[a-z0-9]{1,30}_(?:api_)?(?:key|token|secret))\b"
+            r"[^\n.]{0,80}?\b(?:in|into|to|inside|as)\b[^\n.]{0,40}?\b(?:tool\s+calls?|proposals?|propose_memory"
+            r"|search_memory|quer(?:y|ies)|urls?|dns|subdomains?|requests?|commits?|comments?|shell|commands?"
+            r"|evidence|issues?|pull\s+requests?|messages?)\b"
+            r"|\b(?:copy|move|duplicate|export|mirror|paste)\s+(?:all\s+)?(?:the\s+)?(?:contents?|items?|facts?"
+            r"|memory|memories|data|notes)\s+(?:of|from)\s+(?:the\s+)?[\w-]{1,40}\s+(?:project|workspace)\b"
+        ),
+        words=word_set(
+            "put include add append embed paste insert send copy leak write pass attach move duplicate"
+            " export mirror"
+        ),
     ),
     _Rule(
         "image",
@@ -277,6 +300,7 @@ def _excerpt(text: str, start: int, end: int) -> str:
 
 
 _TOKEN_RE: Final = re.compile(r"(?<![\w/+.=-])[A-Za-z0-9_+/=-]{24,1024}(?![\w/+=-])")
+_HEX_RE: Final = re.compile(r"[0-9a-fA-F]+")  # digests and commit ids are not blobs to decode
 _ENCODED_RE: Final = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}|(?:\\x[0-9a-fA-F]{2}){8,}|(?:%[0-9a-fA-F]{2}){8,}")
 
 
@@ -297,7 +321,7 @@ def find_token_risks(text: str) -> list[Risk]:
                 "Contains a long random-looking string that may be a credential.",
                 f"{value[:4]}… ({len(value)} characters)",
             )
-    encoded = _ENCODED_RE.search(text)
+    encoded = next((m for m in _ENCODED_RE.finditer(text) if not _HEX_RE.fullmatch(m.group())), None)
     if encoded is not None:
         found["encoded_blob"] = Risk(
             "encoded_blob",
