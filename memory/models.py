@@ -250,6 +250,21 @@ class Proposal(models.Model):
         return Taint(self.taint).label
 
 
+class TaintPrint(models.Model):
+    """One MinHash band of a tainted item's text (memory.fingerprints): a proposal that shares a
+    band with a tainted item and copies its text inherits its taint."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="+")
+    band = models.BigIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["workspace", "band"], name="taintprint_band")]
+
+    def __str__(self) -> str:
+        return f"{self.fact_id}:{self.band}"
+
+
 class Publication(models.Model):
     """One consolidation/publish cycle of a workspace; the latest one is what `compiled_at` reports."""
 

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory.detectors import Signal, assess, normalise
+from memory.evidence import FORGED, ref_hazard
 from memory.exceptions import ProtectedTarget
 from memory.models import Kind, Proposal
-from memory.refs import is_ref, refs_mentioned
+from memory.refs import is_ref, refs_cited
 from memory.rules import AGENT_KINDS, MAX_CITATIONS, MAX_TEXT, RETRACTABLE_KINDS, UPDATABLE_KINDS
 from workspaces.exceptions import InvalidRequest
 
@@ -38,6 +39,7 @@ _PROTECTED_WORDS = frozenset(
         "identities",
     }
 )
+_REF_PREFIXES = tuple(Kind.values)
 _LEADING_WORD_RE = re.compile(r"[a-z]+")
 _SCHEME_RE = re.compile(r"^[a-z][a-z0-9+.-]{0,30}:/{0,2}")
 
@@ -151,17 +153,28 @@ def content_digest(*, project_id: int, change: CheckedChange) -> str:
 
 def cited_refs(*, text: str, evidence: Sequence[Mapping[str, Any]], base: str) -> list[str]:
     """Every item ref the proposal cites: its base, evidence refs (also as `unforgetter:REF`) and
-    refs mentioned in evidence or change text. Bounded, so a proposal cannot make lookups costly."""
+    refs mentioned in evidence or change text, in any case, spacing or URL form (`refs_cited`).
+    Bounded, so a proposal cannot make lookups costly."""
     refs: list[str] = [base] if base else []
     for item in evidence:
         ref = str(item.get("ref") or "").strip()
         if ref:
             refs.append(ref.removeprefix("unforgetter:"))
-            refs.extend(refs_mentioned(ref))
-        refs.extend(refs_mentioned(str(item.get("text") or "")))
-    refs.extend(refs_mentioned(text))
+            refs.extend(refs_cited(ref, _REF_PREFIXES))
+        refs.extend(refs_cited(str(item.get("text") or ""), _REF_PREFIXES))
+    refs.extend(refs_cited(text, _REF_PREFIXES))
     # Only what could be one of our refs is looked up ("logs/1.txt" or a URL cannot).
     return [r for r in dict.fromkeys(refs) if is_ref(r)][:MAX_CITATIONS]
+
+
+def forged_evidence(evidence: Iterable[Mapping[str, Any]]) -> str | None:
+    """Why the evidence is no provenance at all (a script or data URI, a cloud metadata address),
+    or None. Such refs are never fetched; a proposal resting on one is rejected."""
+    for index, item in enumerate(evidence):
+        hazard = ref_hazard(str(item.get("ref") or ""))
+        if hazard is not None and hazard[0] == FORGED:
+            return f"evidence[{index}].ref is {hazard[1]}: no honest provenance has one."
+    return None
 
 
 def provenance_present(evidence: Iterable[Mapping[str, Any]]) -> bool:

@@ -25,8 +25,10 @@ from memory.models import Fact, Kind, Proposal, State, Taint, Watermark
 from memory.refs import new_ref
 from memory.services.facts import project_touch
 from memory.services.publishing import publication_record
+from memory.services.taint_prints import prints_record
 from memory.validation import (
     change_check,
+    forged_evidence,
     proposal_findings,
     provenance_present,
     target_kind_check,
@@ -177,6 +179,9 @@ def _validate(batch: _Batch, proposal: Proposal) -> tuple[Fact | None, list[dict
 
     if not provenance_present(evidence):
         raise Rejection(Proposal.Reason.PROVENANCE, "No evidence says what the change rests on.")
+    forged = forged_evidence(evidence)
+    if forged is not None:
+        raise Rejection(Proposal.Reason.PROVENANCE, forged)
     findings = proposal_findings(text=proposal.text, evidence=evidence)
     if findings.attack is not None:
         where, signal = findings.attack
@@ -287,6 +292,7 @@ class _Decisions:
             )
         if self.items:
             Fact.objects.bulk_create(self.items, batch_size=500)
+            prints_record(self.items)
 
 
 def _consolidate_one(
