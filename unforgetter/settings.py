@@ -321,6 +321,9 @@ UNFORGETTER = {
     # MCP transport: hosts and browser origins allowed to reach /mcp (DNS-rebinding protection)
     "MCP_ALLOWED_HOSTS": env.list("MCP_ALLOWED_HOSTS", default=[]),
     "MCP_ALLOWED_ORIGINS": env.list("MCP_ALLOWED_ORIGINS", default=[]),
+    # Threads per process running MCP requests' database work (mcpbridge.threads); at most
+    # DB_POOL_MAX on PostgreSQL, so the console and the consolidator still find a connection.
+    "MCP_REQUEST_THREADS": env.int("MCP_REQUEST_THREADS", default=8),
 }
 
 LOGGING = {
