@@ -29,6 +29,7 @@ import json
 import os
 import random
 import re
+import secrets
 import socket
 import sqlite3
 import subprocess
@@ -48,7 +49,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 WORKSPACE = "bench"
 PROTOCOL = "2026-07-28"
-SECRET_KEY = "bench-only-secret-key-not-for-production-0123456789"
+# A throwaway database gets throwaway keys, fresh each run (no key lives in the repository).
+KEYS = {"SECRET_KEY": secrets.token_urlsafe(48), "LEDGER_KEY": secrets.token_urlsafe(48)}
 
 
 @dataclass
@@ -196,7 +198,7 @@ def child_env(database_url: str, public_url: str = "http://127.0.0.1:8000") -> d
     env.update(
         {
             "DATABASE_URL": database_url,
-            "SECRET_KEY": SECRET_KEY,
+            **KEYS,
             "PUBLIC_URL": public_url,
             "DEBUG": "0",
             "LOG_LEVEL": "WARNING",
@@ -204,6 +206,9 @@ def child_env(database_url: str, public_url: str = "http://127.0.0.1:8000") -> d
             # The write bench times one consolidator in its own process; the server's embedded
             # one would race it for the same proposals.
             "EMBEDDED_WORKER": "false",
+            # The benchmark measures speed with one token at full tilt, not the per-credential limits.
+            "CREDENTIAL_CALLS_PER_SECOND": "0",
+            "CREDENTIAL_CONCURRENCY": "0",
         }
     )
     env.pop("UNFORGETTER_TESTING", None)

@@ -11,7 +11,7 @@ or keep its connection at the end of each unit: no thread, connection or signal 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 import django
 from asgiref.sync import sync_to_async
@@ -20,12 +20,40 @@ from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "unforgetter.settings")
 django.setup()
 
+from django.conf import settings  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 
 from mcpbridge.asgi import build_mcp_app  # noqa: E402
 from memory.worker import embedded_start, embedded_stop  # noqa: E402
+from workspaces.net import client_address  # noqa: E402
 
 MCP_PATH = "/mcp"
+
+
+def behind_proxies(scope: Scope) -> Scope:
+    """The scope with the real client address and scheme when the peer is a trusted proxy.
+
+    Only TRUSTED_PROXIES (none by default) are believed about X-Forwarded-For and
+    X-Forwarded-Proto; uvicorn runs with --no-proxy-headers so this is the one place that decides
+    (its default believes any loopback peer). Throttles, audit and the request log all read the
+    address from here.
+    """
+    if scope["type"] != "http" or scope.get("client") is None or not settings.TRUSTED_PROXIES:
+        return scope
+    peer, port = scope["client"] or ("", 0)
+    headers: dict[bytes, str] = {}
+    for name, value in scope["headers"]:
+        if name in (b"x-forwarded-for", b"x-forwarded-proto"):
+            joined = headers.get(name, "")
+            headers[name] = f"{joined},{value.decode('latin-1')}" if joined else value.decode("latin-1")
+    address = client_address(peer, headers.get(b"x-forwarded-for"), settings.TRUSTED_PROXIES)
+    if address == peer:
+        return scope
+    changed: dict[str, Any] = {"client": (address, port)}
+    proto = headers.get(b"x-forwarded-proto", "").split(",")[-1].strip().lower()
+    if proto in ("http", "https"):
+        changed["scheme"] = proto
+    return cast(Scope, {**scope, **changed})
 
 
 async def _method_not_allowed(send: ASGISendCallable) -> None:
@@ -54,6 +82,7 @@ class Router:
         if scope["type"] == "lifespan":
             await self._lifespan(scope, receive, send)
             return
+        scope = behind_proxies(scope)
         if scope["type"] == "http" and scope["path"] in (MCP_PATH, MCP_PATH + "/"):
             if scope["method"] != "POST":
                 await _method_not_allowed(send)

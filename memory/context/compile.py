@@ -46,6 +46,7 @@ _ITEM_FIELDS = (
     "source",
     "source_date",
     "actor",
+    "origin",
     "created_at",
 )
 
