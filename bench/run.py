@@ -457,6 +457,7 @@ class McpHttp:
 @dataclass
 class Latency:
     samples: list[float] = field(default_factory=list)
+    refused: int = 0
 
     def pct(self, p: float) -> float:
         ordered = sorted(self.samples)
@@ -465,11 +466,17 @@ class Latency:
 
 
 def timed(client: McpHttp, tool: str, calls: Sequence[dict[str, Any]]) -> Latency:
-    """Round-trip latency of each call, one after another on one kept-alive connection."""
+    """Round-trip latency of each call, one after another on one kept-alive connection.
+
+    A call refused with a tool error is timed too (it was answered) and counted in `refused`.
+    """
     latency = Latency()
     for arguments in calls:
         started = time.perf_counter()
-        client.call(tool, arguments)
+        try:
+            client.call(tool, arguments)
+        except ToolRefused:
+            latency.refused += 1
         latency.samples.append(time.perf_counter() - started)
     return latency
 
@@ -700,6 +707,9 @@ def _latency_rows(
             rows.append((f"{name} p{p}", f"{value:.1f} ms", "-", None))
         else:
             rows.append(_ceiling_row(f"{name} p{p}", value, budget))
+    if latency.refused:
+        calls = len(latency.samples)
+        rows.append((f"{name}: calls refused", f"{latency.refused} of {calls}", "0", False))
     return rows
 
 
