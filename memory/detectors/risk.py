@@ -337,7 +337,10 @@ _MORE_RULES: Final[tuple[_Rule, ...]] = (
         "Asks readers to send data to an address or outside.",
         re.compile(
             r"\b(?:e-?mail|send|forward|mail|upload|post|transfer|share|leak|envoie|envoyer|envía|enviar|invia"
-            r"|inviare|sende|schicke|senden)\b[^\n]{0,80}?(?:[\w.+-]{1,64}@[\w-]{1,63}\.[a-z]{2,}"
+            r"|inviare|sende|schicke|senden)(?:-les|-los)?\b[^\n]{0,40}?\b(?:data|donnees|données|datos|dati|daten"
+            r"|lists?|records?|customers?|clients?|database|contents?|history|everything|all|files?|summar(?:y|ies)"
+            r"|reports?|credentials?|keys?|tokens?|passwords?|secrets?|it|them|les|los|li)\b"
+            r"[^\n]{0,60}?(?:[\w.+-]{1,64}@[\w-]{1,63}\.[a-z]{2,}"
             r"|\bexternal(?:ly)?\b|\bexterne\b|\bexterna\b)"
         ),
         words=word_set(
