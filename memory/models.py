@@ -87,6 +87,9 @@ class Fact(models.Model):
     source_date = models.DateField(null=True, blank=True)
     actor = models.CharField(max_length=150, help_text="Who asserted it: an agent actor or an owner.")
     taint = models.PositiveSmallIntegerField(choices=Taint.choices, default=Taint.CLEAN)
+    origin = models.CharField(
+        max_length=200, blank=True, default="", help_text="Its id in the tool it was imported from."
+    )
     supersedes = models.ForeignKey(
         "self", on_delete=models.PROTECT, null=True, blank=True, related_name="superseded_by"
     )
@@ -106,6 +109,8 @@ class Fact(models.Model):
             # get_context: the current items of a project by kind, newest first.
             models.Index(fields=["project", "state", "kind", "-created_at"], name="fact_project_current"),
             models.Index(fields=["workspace", "state"], name="fact_ws_state"),
+            # import: the versions of an item that came from elsewhere with its own id.
+            models.Index(fields=["project", "origin"], name="fact_project_origin"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -135,9 +140,12 @@ class Fact(models.Model):
     def provenance(self) -> Provenance:
         """Where this line came from: the source reference, its date and the asserting actor."""
         date = self.source_date or self.created_at.date()
-        return Provenance(
+        provenance = Provenance(
             source=self.source or f"unforgetter:{self.ref}", date=date.isoformat(), actor=self.actor
         )
+        if self.origin:
+            provenance["origin"] = self.origin
+        return provenance
 
     @property
     def taint_label(self) -> str:

@@ -10,12 +10,14 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from workspaces.login import ThrottledAdminAuthenticationForm
 from workspaces.models import AuditEvent, Connection, Membership, Project, TrustZone, Workspace
 from workspaces.services import connection_revoke, zone_update
 
 admin.site.site_header = "Unforgetter administration"
 admin.site.site_title = "Unforgetter admin"
 admin.site.index_title = "Superuser tools (owners use the console at /console/)"
+admin.site.login_form = ThrottledAdminAuthenticationForm  # the console's sign-in throttle
 admin.site.enable_nav_sidebar = False  # the changelists are wide; the sidebar squeezed their columns
 
 

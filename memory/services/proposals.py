@@ -208,9 +208,10 @@ def _rate_check(scope: AgentScope) -> None:
     per_minute = settings.UNFORGETTER.get("PROPOSE_RATE_PER_MINUTE") or 0
     if per_minute <= 0:
         return
-    if window_hit(f"propose:{scope.connection_id}", limit=per_minute, window_seconds=60) is not None:
+    wait = window_hit(f"propose:{scope.connection_id}", limit=per_minute, window_seconds=60)
+    if wait is not None:
         raise RateLimited(
-            f"This credential may propose {per_minute} changes a minute; wait for the next minute."
+            f"This credential may propose {per_minute} changes a minute; retry in {wait} s.", retry_after=wait
         )
 
 
