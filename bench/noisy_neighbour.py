@@ -51,6 +51,7 @@ from run import (
 LIMITS_OFF = {
     "CREDENTIAL_CALLS_PER_SECOND": "0",
     "CREDENTIAL_CONCURRENCY": "0",
+    "CREDENTIAL_IN_FLIGHT": "0",
     "SEARCH_STATEMENT_TIMEOUT_MS": "0",
 }
 # The shipped defaults: unset, so settings.py decides.
@@ -91,7 +92,7 @@ def serve(database_url: str, limits: dict[str, str]) -> tuple[subprocess.Popen[b
     port = free_port()
     public = f"http://127.0.0.1:{port}"
     env = child_env(database_url, public)
-    for name in (*LIMITS_OFF, "CREDENTIAL_CALLS_PER_SECOND", "CREDENTIAL_CONCURRENCY"):
+    for name in LIMITS_OFF:
         env.pop(name, None)
     env.update(limits)
     command = [str(Path(PYTHON).parent / "uvicorn"), "unforgetter.asgi:application", "--host", "127.0.0.1"]

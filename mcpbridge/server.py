@@ -40,7 +40,7 @@ from memory.exceptions import ProtectedTarget
 from memory.selectors import projects_for_agent, search_for_agent
 from memory.services import proposal_submit
 from workspaces.exceptions import InvalidRequest, UnforgetterError
-from workspaces.limits import credential_rate_check, credential_slot
+from workspaces.limits import credential_rate_check, credential_slot_async
 from workspaces.scope import AgentScope
 from workspaces.selectors import project_for_agent
 
@@ -79,9 +79,9 @@ async def run_tool(
         return results.error(InvalidRequest(describe_validation_error(exc)))
     try:
         scope = current_scope()
-        # The slot is taken on the event loop, before the call waits for a thread: calls over the
-        # credential's concurrency are refused without queueing behind anyone's work.
-        with credential_slot(scope.connection_id):
+        # The slot is taken on the event loop, before the call takes a thread: a credential's
+        # calls past its concurrency wait here, holding no thread and no database connection.
+        async with credential_slot_async(scope.connection_id):
             payload = await sync_to_async(_rate_checked(handler))(scope, args)
     except UnforgetterError as exc:
         return results.error(exc)

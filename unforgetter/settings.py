@@ -308,12 +308,15 @@ UNFORGETTER = {
     # retired ledger keys stay in LEDGER_KEY_FALLBACKS so proposals attested with them verify.
     "LEDGER_KEY": _ledger_key,
     "LEDGER_KEY_FALLBACKS": env.list("LEDGER_KEY_FALLBACKS", default=[]),
-    # Every agent call (MCP tools, REST): calls a credential may start per second (shared through
-    # the cache) and have in flight per serving process; over either: rate_limited (0: off). The
-    # rate is off by default under tests, whose scripted clients call far faster than agents; the
-    # tests of the limits switch it on.
+    # Every agent call (MCP tools, REST), per credential (workspaces.limits): calls started per
+    # second (shared through the cache; off by default under tests, whose scripted clients call
+    # far faster than agents, and switched on by the tests of the limits); and, per serving
+    # process, calls running at once (more wait their turn, up to CREDENTIAL_QUEUE_SECONDS) and
+    # calls running or waiting. Over a limit: rate_limited with retry_after. 0: off.
     "CREDENTIAL_CALLS_PER_SECOND": env.int("CREDENTIAL_CALLS_PER_SECOND", default=0 if TESTING else 20),
-    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=8),
+    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=2),
+    "CREDENTIAL_IN_FLIGHT": env.int("CREDENTIAL_IN_FLIGHT", default=16),
+    "CREDENTIAL_QUEUE_SECONDS": env.int("CREDENTIAL_QUEUE_SECONDS", default=10),
     # propose_memory calls allowed per connection per minute (0: unlimited).
     "PROPOSE_RATE_PER_MINUTE": env.int("PROPOSE_RATE_PER_MINUTE", default=0),
     # MCP transport: hosts and browser origins allowed to reach /mcp (DNS-rebinding protection)
