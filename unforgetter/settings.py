@@ -76,6 +76,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "workspaces.headers.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "unforgetter.urls"
@@ -178,11 +179,22 @@ STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env.str("STATIC_ROOT", default=str(BASE_DIR / "var" / "static"))
 
+# Served over https (PUBLIC_URL): secure cookies, HSTS and a redirect of plain http (except the
+# probes, which load balancers call over http). Behind a TLS-terminating proxy, list it in
+# TRUSTED_PROXIES so its X-Forwarded-Proto tells Django the request was https.
+_HTTPS = _public.scheme == "https"
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = _public.scheme == "https"
-CSRF_COOKIE_SECURE = _public.scheme == "https"
+SESSION_COOKIE_SECURE = _HTTPS
+CSRF_COOKIE_SECURE = _HTTPS
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 24 * 3600 if _HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=_HTTPS)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=_HTTPS)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=_HTTPS)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 
 # --- REST API -------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -255,6 +267,10 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
     "OAUTH2_PROTECTED_RESOURCE_NAME": "Unforgetter memory",
 }
+# DOT warns that http redirect URIs are allowed (RFC 9700 section 2.1): they are, only for loopback
+# hosts (RFC 8252 section 7.3, what Claude Code and Codex register), which workspaces.oauth
+# enforces for every client however it registered, and which the BCP permits for native apps.
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 # Open registration is throttled per client address (a fixed window in the Django cache), and
 # registrations that never led to a consent are pruned after OAUTH_CLIENT_PRUNE_AFTER.
 OAUTH_REGISTRATIONS_PER_WINDOW = env.int("OAUTH_REGISTRATIONS_PER_WINDOW", default=20)
