@@ -29,8 +29,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from workspaces.selectors import agent_scope
-
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -110,6 +108,7 @@ def measure_consolidation(workspace_slug: str, proposals: int = 3_000) -> float:
     _django()
     from memory.services import proposal_consolidate, proposal_submit
     from workspaces.models import Connection, Workspace
+    from workspaces.selectors import agent_scope
     from workspaces.services import project_create, token_issue
 
     workspace = Workspace.objects.get(slug=workspace_slug)

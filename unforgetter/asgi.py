@@ -3,9 +3,9 @@
 Lifespan and POST /mcp go to the MCP app; GET and DELETE on /mcp are 405 (the server is
 stateless: no SSE stream, no session to delete); everything else goes to Django. With no
 CELERY_BROKER_URL the lifespan also starts and stops the embedded consolidator (memory.worker), so
-one serving process consolidates proposals and keeps freshness current by itself. Each MCP
-request runs in its own ThreadSensitiveContext between Django's request_started and
-request_finished signals, so its database connection is returned when it ends.
+one serving process consolidates proposals and keeps freshness current by itself. An MCP
+request's database work runs in the process's request threads (mcpbridge.threads), which return
+or keep its connection at the end of each unit: no thread, connection or signal hop per request.
 """
 
 from __future__ import annotations
@@ -14,14 +14,13 @@ import os
 from typing import Any, cast
 
 import django
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from asgiref.sync import sync_to_async
 from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "unforgetter.settings")
 django.setup()
 
 from django.conf import settings  # noqa: E402
-from django.core import signals  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 
 from mcpbridge.asgi import build_mcp_app  # noqa: E402
@@ -88,7 +87,7 @@ class Router:
             if scope["method"] != "POST":
                 await _method_not_allowed(send)
                 return
-            await self._serve_mcp({**scope, "path": MCP_PATH}, receive, send)
+            await self.mcp_app({**scope, "path": MCP_PATH}, receive, send)  # type: ignore[arg-type]
             return
         await self.django_app(scope, receive, send)  # type: ignore[arg-type]
 
@@ -102,14 +101,6 @@ class Router:
             return message
 
         await self.mcp_app(scope, observed_receive, send)  # type: ignore[arg-type]
-
-    async def _serve_mcp(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
-        async with ThreadSensitiveContext():
-            await signals.request_started.asend(sender=Router, scope=scope)
-            try:
-                await self.mcp_app(scope, receive, send)  # type: ignore[arg-type]
-            finally:
-                await signals.request_finished.asend(sender=Router)
 
 
 application = Router()

@@ -31,8 +31,10 @@ DEBUG = env.bool("DEBUG", default=False)
 TESTING = env.bool("UNFORGETTER_TESTING", default=False)
 
 # The public origin the server is reached at; the MCP resource identifier and the OAuth issuer
-# are derived from it, so it must be exactly what clients type.
-PUBLIC_URL = env.str("PUBLIC_URL", default="http://127.0.0.1:8000").rstrip("/")
+# are derived from it, so it must be exactly what clients type. Unset, it is the loopback
+# address on PORT (the port `make run` serves on), so the printed URLs are the served ones.
+PORT = env.int("PORT", default=8000)
+PUBLIC_URL = env.str("PUBLIC_URL", default=f"http://127.0.0.1:{PORT}").rstrip("/")
 _public = urlsplit(PUBLIC_URL)
 if _public.scheme not in ("http", "https") or not _public.hostname:
     raise ImproperlyConfigured(f"PUBLIC_URL must be an http(s) origin, got {PUBLIC_URL!r}.")
@@ -338,6 +340,9 @@ UNFORGETTER = {
     # MCP transport: hosts and browser origins allowed to reach /mcp (DNS-rebinding protection)
     "MCP_ALLOWED_HOSTS": env.list("MCP_ALLOWED_HOSTS", default=[]),
     "MCP_ALLOWED_ORIGINS": env.list("MCP_ALLOWED_ORIGINS", default=[]),
+    # Threads per process running MCP requests' database work (mcpbridge.threads); at most
+    # DB_POOL_MAX on PostgreSQL, so the console and the consolidator still find a connection.
+    "MCP_REQUEST_THREADS": env.int("MCP_REQUEST_THREADS", default=8),
 }
 
 LOGGING = {

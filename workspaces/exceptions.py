@@ -8,7 +8,9 @@ are in `memory.exceptions`, in this same hierarchy.
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from typing import NotRequired
+
+from typing_extensions import TypedDict  # pydantic reads it (output schemas) before 3.12
 
 
 class ErrorBody(TypedDict):
