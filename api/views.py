@@ -21,6 +21,7 @@ from rest_framework.views import APIView, exception_handler
 
 from api.authentication import ConnectionAuthentication
 from memory.context import context_for_agent
+from memory.metrics import CALL_SECONDS
 from memory.selectors import projects_for_agent, search_for_agent
 from workspaces.exceptions import InvalidRequest, RateLimited, UnforgetterError
 from workspaces.limits import credential_rate_check, credential_slot
@@ -70,7 +71,8 @@ class AgentAPIView(APIView):
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         self._slot = ExitStack()
         try:
-            return super().dispatch(request, *args, **kwargs)
+            with CALL_SECONDS.labels(f"rest:{type(self).__name__}").time():
+                return super().dispatch(request, *args, **kwargs)
         finally:
             self._slot.close()
 

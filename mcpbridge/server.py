@@ -38,6 +38,7 @@ from mcpbridge.threads import in_request_thread
 from memory.context import context_for_agent
 from memory.contract import Bundle, ProjectList, ProposalReceipt, SearchPage
 from memory.exceptions import ProtectedTarget
+from memory.metrics import CALL_SECONDS
 from memory.selectors import projects_for_agent, search_for_agent
 from memory.services import proposal_submit
 from workspaces.exceptions import InvalidRequest, UnforgetterError
@@ -78,6 +79,13 @@ class _ValidatedByTool(FuncMetadata):
 async def run_tool(
     model: type[ArgsT], arguments: dict[str, Any], handler: Callable[[AgentScope, ArgsT], Mapping[str, Any]]
 ) -> CallToolResult:
+    with CALL_SECONDS.labels(_TOOL_NAMES.get(model, model.__name__)).time():
+        return await _run_tool(model, arguments, handler)
+
+
+async def _run_tool(
+    model: type[ArgsT], arguments: dict[str, Any], handler: Callable[[AgentScope, ArgsT], Mapping[str, Any]]
+) -> CallToolResult:
     try:
         args = model.model_validate(arguments)
     except ValidationError as exc:
@@ -96,6 +104,14 @@ async def run_tool(
         logger.exception("MCP tool %s failed", model.__name__)
         return results.error(results.InternalError("The server could not complete this call."))
     return results.ok(payload)
+
+
+_TOOL_NAMES: dict[type[BaseModel], str] = {
+    ListProjectsArgs: "list_projects",
+    GetContextArgs: "get_context",
+    SearchMemoryArgs: "search_memory",
+    ProposeMemoryArgs: "propose_memory",
+}
 
 
 def _rate_checked(

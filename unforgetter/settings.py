@@ -337,6 +337,8 @@ UNFORGETTER = {
     "CREDENTIAL_QUEUE_SECONDS": env.int("CREDENTIAL_QUEUE_SECONDS", default=10),
     # propose_memory calls allowed per connection per minute (0: unlimited).
     "PROPOSE_RATE_PER_MINUTE": env.int("PROPOSE_RATE_PER_MINUTE", default=0),
+    # /readyz fails when the oldest pending proposal has waited longer than this.
+    "READY_MAX_LAG_SECONDS": env.int("READY_MAX_LAG_SECONDS", default=120),
     # MCP transport: hosts and browser origins allowed to reach /mcp (DNS-rebinding protection)
     "MCP_ALLOWED_HOSTS": env.list("MCP_ALLOWED_HOSTS", default=[]),
     "MCP_ALLOWED_ORIGINS": env.list("MCP_ALLOWED_ORIGINS", default=[]),
@@ -345,11 +347,24 @@ UNFORGETTER = {
     "MCP_REQUEST_THREADS": env.int("MCP_REQUEST_THREADS", default=8),
 }
 
+# /metrics: a bearer token for the scraper; with none, only loopback requests are answered.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+
+# LOG_FORMAT=json (the default): one JSON object per line with the request id; plain: for a terminal.
+LOG_FORMAT = env.str("LOG_FORMAT", default="json")
+if LOG_FORMAT not in ("json", "plain"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or plain, got {LOG_FORMAT!r}.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "workspaces.logs.RequestIdFilter"}},
+    "formatters": {
+        "json": {"()": "workspaces.logs.JsonFormatter"},
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]}
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "mcp": {"level": env.str("MCP_LOG_LEVEL", default="WARNING")},
