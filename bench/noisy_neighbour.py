@@ -201,6 +201,10 @@ def main() -> None:
         log(f"measuring: {name}")
         baseline, phase = measure(database_url, limits, (victim, attacker), common, args)
         rows.append((name, baseline, phase))
+        log(
+            f"  {name}: victim p95 alone {baseline.pct(95):.1f} ms, attacked {phase.victim.pct(95):.1f} ms; "
+            f"attacker served {phase.served}, refused {phase.refused}"
+        )
     engine = "PostgreSQL" if database_url.startswith("postgres") else "SQLite"
     print(f"\nOne-token attack: {args.threads} threads of one credential, {args.items:,} items per")
     print(
