@@ -169,6 +169,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Unforgetter API",
     "DESCRIPTION": "Scoped read access for scripts and snapshot prefetch; the same authority as /mcp.",
     "VERSION": "1",
+    # 3.1: the response schemas are JSON Schema 2020-12, the same the MCP tools publish.
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
