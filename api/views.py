@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -19,7 +20,7 @@ from rest_framework.views import APIView
 
 from api.authentication import ConnectionAuthentication
 from api.problems import PROBLEM_SCHEMA, problem_exception_handler
-from memory.context import context_for_agent
+from memory.context import bundle_markdown, context_for_agent
 from memory.contract import Bundle, SearchPage
 from memory.contract import ProjectList as ProjectListPayload
 from memory.contract_schemas import contract_schema
@@ -42,7 +43,7 @@ class ConnectionAuthenticationScheme(OpenApiAuthenticationExtension):  # type: i
         }
 
 
-__all__ = ["ProjectContext", "ProjectList", "ProjectSearch", "problem_exception_handler"]
+__all__ = ["ProjectContext", "ProjectList", "ProjectSearch", "ProjectSnapshot", "problem_exception_handler"]
 
 
 def _responses(payload: Any, *errors: int) -> dict[Any, OpenApiResponse]:
@@ -112,3 +113,25 @@ class ProjectSearch(AgentAPIView):
         return Response(
             search_for_agent(scope=scope, project=project, query=query["q"], cursor=query.get("cursor"))
         )
+
+
+class ProjectSnapshot(AgentAPIView):
+    """The context bundle as Markdown with provenance, for a cloud agent's set-up step (curl only)."""
+
+    @extend_schema(
+        summary="The context bundle for a task as Markdown, every item with its ref and provenance.",
+        parameters=[OpenApiParameter("task", str, required=True)],
+        responses={
+            (200, "text/markdown"): OpenApiResponse(response=str),
+            **{
+                (status, "application/problem+json"): OpenApiResponse(response=PROBLEM_SCHEMA)
+                for status in (400, 401, 403, 404, 429)
+            },
+        },
+    )
+    def get(self, request: Request, project_id: str) -> HttpResponse:
+        task = _valid(_ContextQuery(data=request.query_params))["task"]
+        scope = self.scope(request)
+        project = project_for_agent(scope, project_id)
+        bundle = context_for_agent(scope=scope, project=project, task=task)
+        return HttpResponse(bundle_markdown(bundle), content_type="text/markdown; charset=utf-8")

@@ -90,3 +90,40 @@ def client_snippets(mcp_url: str) -> list[Snippet]:
             "it needs a public HTTPS URL).",
         ),
     ]
+
+
+SNAPSHOT_DIR = ".unforgetter"
+
+
+def snapshot_commands(public_url: str, project: str) -> dict[str, str]:
+    """A cloud agent's set-up step that writes the project's bundle to `.unforgetter/`.
+
+    `context.md` (Markdown with provenance, for the agent to read) and `context.json` (the same
+    bundle as get_context returns it). Needs only curl, or only Python's standard library, and
+    the token in UNFORGETTER_TOKEN; UNFORGETTER_TASK narrows the bundle to the task at hand.
+    """
+    base = f"${{UNFORGETTER_URL:-{public_url}}}/api/v1/projects/{project}"
+    task = "${UNFORGETTER_TASK:-working in this repository}"
+    curl = (
+        f"mkdir -p {SNAPSHOT_DIR}\n"
+        f'for target in "snapshot.md context.md" "context/ context.json"; do\n'
+        "  set -- $target\n"
+        f'  curl -fsS --get -H "Authorization: Bearer ${ENV_VAR}" --data-urlencode "task={task}" \\\n'
+        f'    "{base}/$1" -o "{SNAPSHOT_DIR}/$2" || exit 1\n'
+        "done"
+    )
+    python = (
+        "python3 - <<'PY'\n"
+        "import os, pathlib, urllib.parse, urllib.request\n"
+        f'base = os.environ.get("UNFORGETTER_URL", "{public_url}") + "/api/v1/projects/{project}/"\n'
+        'task = os.environ.get("UNFORGETTER_TASK", "working in this repository")\n'
+        'query = urllib.parse.urlencode({"task": task})\n'
+        f'out = pathlib.Path("{SNAPSHOT_DIR}"); out.mkdir(exist_ok=True)\n'
+        'for path, name in (("snapshot.md", "context.md"), ("context/", "context.json")):\n'
+        f'    headers = {{"Authorization": "Bearer " + os.environ["{ENV_VAR}"]}}\n'
+        '    request = urllib.request.Request(base + path + "?" + query, headers=headers)\n'
+        "    with urllib.request.urlopen(request, timeout=30) as response:\n"
+        "        (out / name).write_bytes(response.read())\n"
+        "PY"
+    )
+    return {"curl": curl, "python": python}

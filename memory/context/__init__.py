@@ -5,6 +5,7 @@ adds freshness and identity.
 """
 
 from memory.context.compile import compile_bundle, item_payload
+from memory.context.markdown import bundle_markdown
 from memory.context.serve import context_for_agent
 
-__all__ = ["compile_bundle", "context_for_agent", "item_payload"]
+__all__ = ["bundle_markdown", "compile_bundle", "context_for_agent", "item_payload"]
