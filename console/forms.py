@@ -148,6 +148,11 @@ class ZoneForm(forms.Form):
     max_token_ttl = DurationField(required=False, label="Maximum token lifetime", help_text="Empty: no cap.")
 
 
+class NewZoneForm(ZoneForm):
+    name = forms.SlugField(max_length=64, help_text="Lowercase, e.g. ci-bots.")
+    field_order = ["name", "trust", "max_token_ttl"]
+
+
 class MemoryFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Search")
     project = forms.ChoiceField(required=False)

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from memory.models import Fact, Kind, Proposal, State
-from workspaces.models import Project
+from workspaces.models import AuditEvent, Project
+from workspaces.services import audit_record, workspace_exports_dir
 
 EXPORT_README = """# {name}: Unforgetter export
 
@@ -148,3 +149,22 @@ def workspace_export(*, workspace: Any, output: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     return output
+
+
+def workspace_export_kept(*, workspace: Any, user: Any = None) -> Path:
+    """An export the server makes and keeps (a console download), audited.
+
+    A .zip in the workspace's exports folder; deleting the workspace purges it after the
+    retention window.
+    """
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    output = workspace_exports_dir(workspace.slug) / f"{workspace.slug}-{stamp}.zip"
+    path = workspace_export(workspace=workspace, output=output)
+    audit_record(
+        workspace=workspace,
+        action=AuditEvent.Action.EXPORT,
+        actor=getattr(user, "username", "") or "operator",
+        user=user,
+        target=path.name,
+    )
+    return path

@@ -253,6 +253,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env.float("HEARTBEAT_TICK_SECONDS", default=5.0),
     },
     "prune-oauth-clients": {"task": "workspaces.prune_oauth_clients", "schedule": 24 * 3600.0},
+    "purge-deleted-workspaces": {"task": "workspaces.purge_deleted_workspaces", "schedule": 3600.0},
 }
 
 # --- Unforgetter -------------------------------------------------------------------------------------
@@ -280,6 +281,10 @@ UNFORGETTER = {
     # The key of the proposal ledger's HMAC chain; empty: derived from SECRET_KEY with its own salt.
     # Set it explicitly to keep the ledger verifiable across a SECRET_KEY rotation.
     "LEDGER_KEY": env.str("LEDGER_KEY", default=""),
+    # Deleting a workspace removes its rows at once; exports the server made of it (in EXPORTS_DIR)
+    # are kept this long, then purged by a scheduled task (the receipt says when).
+    "EXPORTS_DIR": Path(env.str("EXPORTS_DIR", default=str(BASE_DIR / "var" / "exports"))),
+    "DELETION_RETENTION": timedelta(days=env.int("DELETION_RETENTION_DAYS", default=30)),
     # propose_memory calls allowed per connection per minute (0: unlimited).
     "PROPOSE_RATE_PER_MINUTE": env.int("PROPOSE_RATE_PER_MINUTE", default=0),
     # MCP transport: hosts and browser origins allowed to reach /mcp (DNS-rebinding protection)

@@ -127,3 +127,24 @@ def snapshot_commands(public_url: str, project: str) -> dict[str, str]:
         "PY"
     )
     return {"curl": curl, "python": python}
+
+
+def agent_brief(mcp_url: str) -> str:
+    """Markdown to paste to an agent (or into AGENTS.md / CLAUDE.md): how to use this memory."""
+    return f"""## Team memory: Unforgetter
+
+This project's shared memory is the MCP server `unforgetter` at {mcp_url} (a bearer token from
+the environment variable `{ENV_VAR}`, or OAuth). Use it on every task:
+
+1. `list_projects`: the projects you may use; pass an `id` from it as `project_id`.
+2. `get_context` with the task in a sentence, **before you start**: follow its `policies`, use its
+   facts, decisions, conventions and methods, and cite an item's ref and source when you rely on it.
+3. `search_memory` to dig deeper, or with a pointer's ref to fetch that item.
+4. `propose_memory` when you learn something the team should keep (a decision, a convention, a
+   fact, an open question): add evidence and your own unique `request_id`. You cannot write memory
+   directly; proposals are validated and published, or reviewed by the owner.
+
+Errors carry a `code` and an `action`: do what the action says (`forbidden_scope`: call
+`list_projects`; `protected_target`: do not retry, tell the owner).
+If `.unforgetter/context.md` exists (a cloud set-up step wrote it), read it first.
+"""
