@@ -34,6 +34,7 @@ PROBLEM_SCHEMA: dict[str, Any] = {
         "detail": {"type": "string", "description": "Safe to show; never internals or other tenants."},
         "code": {"type": "string", "examples": ["unauthorized", "forbidden_scope", "unknown_project"]},
         "action": {"type": "string", "description": "What the caller should do next."},
+        "retry_after": {"type": "integer", "description": "rate_limited only: seconds to wait."},
     },
     "required": ["type", "title", "status", "detail", "code", "action"],
 }
@@ -46,7 +47,7 @@ def _translated(exc: drf.APIException) -> UnforgetterError:
     if isinstance(exc, drf.PermissionDenied):
         return ForbiddenScope(message)
     if isinstance(exc, drf.Throttled):
-        return RateLimited(message)
+        return RateLimited(message, retry_after=int(getattr(exc, "wait", None) or 1))
     if isinstance(exc, drf.NotFound):
         return NotFound(message)
     return InvalidRequest(message)
@@ -54,7 +55,7 @@ def _translated(exc: drf.APIException) -> UnforgetterError:
 
 def problem_response(exc: UnforgetterError, *, status: int | None = None) -> Response:
     status = status or exc.http_status
-    body = {
+    body: dict[str, Any] = {
         "type": PROBLEM_TYPE.format(code=exc.code),
         "title": exc.code.replace("_", " "),
         "status": status,
@@ -62,7 +63,11 @@ def problem_response(exc: UnforgetterError, *, status: int | None = None) -> Res
         "code": exc.code,
         "action": exc.action,
     }
-    return Response(body, status=status, content_type="application/problem+json")
+    headers = {}
+    if isinstance(exc, RateLimited):
+        body["retry_after"] = exc.retry_after
+        headers["Retry-After"] = str(exc.retry_after)
+    return Response(body, status=status, content_type="application/problem+json", headers=headers)
 
 
 def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -74,7 +79,4 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     response = problem_response(_translated(exc), status=exc.status_code)
     if getattr(exc, "auth_header", None):
         response["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
-    wait = getattr(exc, "wait", None)
-    if isinstance(exc, drf.Throttled) and wait:
-        response["Retry-After"] = str(int(wait))
     return response

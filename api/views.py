@@ -7,9 +7,10 @@ with the schemas the MCP tools publish.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Any
 
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -26,6 +27,7 @@ from memory.contract import ProjectList as ProjectListPayload
 from memory.contract_schemas import contract_schema
 from memory.selectors import projects_for_agent, search_for_agent
 from workspaces.exceptions import InvalidRequest
+from workspaces.limits import credential_rate_check, credential_slot
 from workspaces.scope import AgentScope
 from workspaces.selectors import project_for_agent
 
@@ -54,8 +56,23 @@ def _responses(payload: Any, *errors: int) -> dict[Any, OpenApiResponse]:
 
 
 class AgentAPIView(APIView):
+    """A read for an agent credential, under the same per-credential limits as the MCP tools."""
+
     authentication_classes = [ConnectionAuthentication]
     permission_classes = [IsAuthenticated]
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        self._slot = ExitStack()
+        try:
+            return super().dispatch(request, *args, **kwargs)
+        finally:
+            self._slot.close()
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # authenticates: request.auth is the scope
+        connection_id = self.scope(request).connection_id
+        self._slot.enter_context(credential_slot(connection_id))
+        credential_rate_check(connection_id)
 
     def scope(self, request: Request) -> AgentScope:
         assert isinstance(request.auth, AgentScope)

@@ -168,6 +168,9 @@ def _standalone(port: int) -> list[tuple[str, str, str]]:
         path = Path(tempfile.mkdtemp(prefix="unforgetter-bench-")) / "bench.sqlite3"
         os.environ["DATABASE_URL"] = f"sqlite:///{path}"
     os.environ.setdefault("UNFORGETTER_TESTING", "1")  # a throwaway database needs no real SECRET_KEY
+    # The benchmark measures speed with one token at full tilt, not the per-credential limits.
+    os.environ.setdefault("CREDENTIAL_CALLS_PER_SECOND", "0")
+    os.environ.setdefault("CREDENTIAL_CONCURRENCY", "0")
     os.environ["PUBLIC_URL"] = f"http://127.0.0.1:{port}"
     env = dict(os.environ)
     subprocess.run(

@@ -2,7 +2,7 @@
 
 Each tool validates its arguments against its published model (so bad input is a structured
 `invalid_request`, never the SDK's plain-text validation error), resolves the credential's
-AgentScope, calls one selector or service in a thread-sensitive worker and renders the result.
+AgentScope, calls one selector or service in a request thread (mcpbridge.threads) and renders the result.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
@@ -35,12 +34,14 @@ from mcpbridge.schemas import (
     SearchMemoryArgs,
     describe_validation_error,
 )
+from mcpbridge.threads import in_request_thread
 from memory.context import context_for_agent
 from memory.contract import Bundle, ProjectList, ProposalReceipt, SearchPage
 from memory.exceptions import ProtectedTarget
 from memory.selectors import projects_for_agent, search_for_agent
 from memory.services import proposal_submit
 from workspaces.exceptions import InvalidRequest, UnforgetterError
+from workspaces.limits import credential_rate_check, credential_slot
 from workspaces.scope import AgentScope
 from workspaces.selectors import project_for_agent
 
@@ -85,13 +86,26 @@ async def run_tool(
         return results.error(InvalidRequest(describe_validation_error(exc)))
     try:
         scope = current_scope()
-        payload = await sync_to_async(handler)(scope, args)
+        # The slot is taken on the event loop, before the call waits for a thread: calls over the
+        # credential's concurrency are refused without queueing behind anyone's work.
+        with credential_slot(scope.connection_id):
+            payload = await in_request_thread(_rate_checked(handler), scope, args)
     except UnforgetterError as exc:
         return results.error(exc)
     except Exception:
         logger.exception("MCP tool %s failed", model.__name__)
         return results.error(results.InternalError("The server could not complete this call."))
     return results.ok(payload)
+
+
+def _rate_checked(
+    handler: Callable[[AgentScope, ArgsT], Mapping[str, Any]],
+) -> Callable[[AgentScope, ArgsT], Mapping[str, Any]]:
+    def checked(scope: AgentScope, args: ArgsT) -> Mapping[str, Any]:
+        credential_rate_check(scope.connection_id)
+        return handler(scope, args)
+
+    return checked
 
 
 def _list_projects(scope: AgentScope, args: ListProjectsArgs) -> ProjectList:

@@ -213,6 +213,11 @@ class Proposal(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices)
     reason = models.CharField(max_length=32, choices=Reason.choices, blank=True)
     reason_detail = models.CharField(max_length=500, blank=True)
+    signals = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="What the consolidator found: risk signals that held it, or the attack that rejected it.",
+    )
     taint = models.PositiveSmallIntegerField(choices=Taint.choices, default=Taint.CLEAN)
     attestation = models.CharField(
         max_length=64, help_text="HMAC over the canonical proposal and the previous one."
@@ -251,6 +256,21 @@ class Proposal(models.Model):
     @property
     def taint_label(self) -> str:
         return Taint(self.taint).label
+
+
+class TaintPrint(models.Model):
+    """One MinHash band of a tainted item's text (memory.fingerprints): a proposal that shares a
+    band with a tainted item and copies its text inherits its taint."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="+")
+    band = models.BigIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["workspace", "band"], name="taintprint_band")]
+
+    def __str__(self) -> str:
+        return f"{self.fact_id}:{self.band}"
 
 
 class Publication(models.Model):

@@ -19,10 +19,11 @@ from typing import Any, Literal
 from django.db import connection as db
 from django.db.models.expressions import RawSQL
 
+from memory.query_limits import MAX_TERMS, bounded_query, bounded_rows
+
 Match = Literal["all", "any"]
 
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
-MAX_TERMS = 24
 MAX_TERM_LENGTH = 64
 HIGHLIGHT_START = "**"
 HIGHLIGHT_STOP = "**"
@@ -68,7 +69,12 @@ def rank(
     offset: int = 0,
     candidates: int = CANDIDATE_CAP,
 ) -> list[Hit]:
-    """The best `limit` matches after `offset`, scoring at most `candidates` matching rows."""
+    """The best `limit` matches after `offset`, scoring at most `candidates` matching rows.
+
+    The work is bounded (memory.query_limits): the query is cut to its allowed words and
+    negations, and the statement runs under the per-query time budget (`bounded_rows`).
+    """
+    query = bounded_query(query)
     words = terms(query)
     if not words or not data_classes:
         return []
@@ -77,7 +83,7 @@ def rank(
         return _rank_postgresql(
             project_id, data_classes, states, query, words, match, kinds, limit, offset, candidates
         )
-    return _rank_sqlite(project_id, data_classes, states, words, match, kinds, limit, offset)
+    return _rank_sqlite(project_id, data_classes, states, words, match, kinds, limit, offset, candidates)
 
 
 class _CommonTerms:
@@ -183,9 +189,7 @@ def _rank_postgresql(
         limit,
         offset,
     ]
-    with db.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [Hit(row[0], float(row[1]), row[2]) for row in cursor.fetchall()]
+    return [Hit(row[0], float(row[1]), row[2]) for row in bounded_rows(sql, params)]
 
 
 def _fts5_query(words: list[str], match: Match) -> str:
@@ -202,17 +206,23 @@ def _rank_sqlite(
     kinds: list[str] | None,
     limit: int,
     offset: int,
+    candidates: int,
 ) -> list[Hit]:
     kind_sql = f"AND f.kind IN ({_placeholders(kinds)})" if kinds else ""
+    # As on PostgreSQL, the inner LIMIT bounds the rows scored and the scoping filters stay
+    # inside it, so a hidden row never takes a candidate's place.
     sql = f"""
-        SELECT f.id, -bm25(memory_fact_fts) AS score, f.kind
-        FROM memory_fact_fts JOIN memory_fact f ON f.id = memory_fact_fts.rowid
-        WHERE memory_fact_fts MATCH %s
-          AND f.project_id = %s
-          AND f.state IN ({_placeholders(states)})
-          AND f.data_class IN ({_placeholders(data_classes)})
-          {kind_sql}
-        ORDER BY score DESC, f.id DESC
+        SELECT m.id, m.score, m.kind FROM (
+            SELECT f.id, -bm25(memory_fact_fts) AS score, f.kind
+            FROM memory_fact_fts JOIN memory_fact f ON f.id = memory_fact_fts.rowid
+            WHERE memory_fact_fts MATCH %s
+              AND f.project_id = %s
+              AND f.state IN ({_placeholders(states)})
+              AND f.data_class IN ({_placeholders(data_classes)})
+              {kind_sql}
+            LIMIT %s
+        ) m
+        ORDER BY m.score DESC, m.id DESC
         LIMIT %s OFFSET %s
     """  # noqa: S608 - only placeholders are interpolated
     params: list[Any] = [
@@ -221,12 +231,11 @@ def _rank_sqlite(
         *states,
         *data_classes,
         *(kinds or []),
+        max(candidates, limit + offset),
         limit,
         offset,
     ]
-    with db.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [Hit(row[0], float(row[1]), row[2]) for row in cursor.fetchall()]
+    return [Hit(row[0], float(row[1]), row[2]) for row in bounded_rows(sql, params)]
 
 
 _HEADLINE_OPTIONS = (
@@ -252,6 +261,7 @@ def headline(query: str) -> RawSQL | None:
     Loading the rows and their excerpts in one statement saves search a round trip; None on
     SQLite, whose excerpts come from the FTS5 table (see `highlight`).
     """
+    query = bounded_query(query)
     if db.vendor != "postgresql" or not terms(query):
         return None
     return RawSQL(  # noqa: S611 - only constants are interpolated; the query is a parameter
@@ -262,6 +272,7 @@ def headline(query: str) -> RawSQL | None:
 
 def highlight(fact_ids: Sequence[int], query: str, *, match: Match = "all") -> dict[int, str]:
     """Excerpts with the matching words marked `**like this**`, for the given (already scoped) ids."""
+    query = bounded_query(query)
     words = terms(query)
     if not fact_ids or not words:
         return {}

@@ -12,10 +12,12 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from django.conf import settings
 
 from memory import search
+from memory.context.standing import StandingCache, standing_key
 from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, Sections
 from memory.models import Fact, Kind, State
 from memory.selectors import agent_facts
@@ -123,10 +125,42 @@ def _standing(scope: AgentScope, project: Project) -> _Standing:
     )
 
 
+_standing_parts: StandingCache[_Standing] = StandingCache()
+
+
+def standing_part(scope: AgentScope, project: Project, version: int | None) -> _Standing:
+    """The task-independent part, compiled once per (project, content version, visible classes).
+
+    `version` None (no publication to key it by) compiles it afresh.
+    """
+    if version is None:
+        return _standing(scope, project)
+    return _standing_parts.get_or_compile(
+        standing_key(scope, project, version), lambda: _standing(scope, project)
+    )
+
+
+def standing_parts_clear() -> None:
+    """Forget every compiled standing part of this process (for writes that bypass publication)."""
+    _standing_parts.clear()
+
+
 @dataclass
 class _Ranked:
     facts: list[tuple[Fact, str]]
     methods: list[Fact]
+
+
+class Ranking(Protocol):
+    """The task-specific part: facts (each with why it was chosen) and methods, best first.
+
+    It gets the standing part's newest facts (`recent`) to rank beside its own matches; it must
+    read only through the scope (`agent_facts`, or a ranking filtered by `visible_classes`).
+    """
+
+    def __call__(
+        self, scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Fact]
+    ) -> _Ranked: ...
 
 
 def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Fact]) -> _Ranked:
@@ -185,14 +219,26 @@ def _fill(
             )
 
 
-def compile_bundle(scope: AgentScope, project: Project, task: str, now: datetime) -> CompiledBundle:
-    """The bundle's sections, without freshness and identity (which belong to each serving)."""
+def compile_bundle(
+    scope: AgentScope,
+    project: Project,
+    task: str,
+    now: datetime,
+    *,
+    version: int | None = None,
+    ranking: Ranking | None = None,
+) -> CompiledBundle:
+    """The bundle's sections, without freshness and identity (which belong to each serving).
+
+    The standing part comes from `standing_part` (kept per content `version`); only `ranking`
+    (the task-specific part, `_ranked` by default) runs for each new task.
+    """
     limits = settings.UNFORGETTER
     budget = _Budget(items=limits["CONTEXT_MAX_ITEMS"], chars=limits["CONTEXT_MAX_CHARS"])
     served: list[str] = []
     pointers: list[Pointer] = []
 
-    standing = _standing(scope, project)
+    standing = standing_part(scope, project, version)
     # Protected items are always included; they spend the budget first.
     policies = standing.policies
     for fact in policies:
@@ -200,7 +246,7 @@ def compile_bundle(scope: AgentScope, project: Project, task: str, now: datetime
         budget.chars -= len(fact.text)
         served.append(fact.ref)
 
-    ranked = _ranked(scope, project, task, now, standing.recent)
+    ranked = (ranking or _ranked)(scope, project, task, now, standing.recent)
     # Facts alone would fill any budget in a large project: each section keeps room for the first
     # few items of the sections after it (the newest open threads, the best methods).
     thread_room = standing.threads[:RESERVED_THREADS]

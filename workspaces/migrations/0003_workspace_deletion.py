@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('workspaces', '0001_initial'),
+        ('workspaces', '0002_trustzone_review'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
