@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zipfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -83,9 +84,13 @@ def _item_json(fact: Fact) -> dict[str, Any]:
     }
 
 
-def workspace_export(*, workspace: Any, output: Path) -> Path:
-    """Write a readable, self-describing export of a workspace to a directory or a .zip file."""
+def workspace_export(*, workspace: Any, output: Path, progress: Callable[[int], None] | None = None) -> Path:
+    """Write a readable, self-describing export of a workspace to a directory or a .zip file.
+
+    `progress` hears how many items are written so far, after each project.
+    """
     files: dict[str, bytes] = {}
+    done = 0
     manifest_items: list[dict[str, Any]] = []
     for project in Project.objects.filter(workspace=workspace).order_by("slug"):
         facts = list(
@@ -103,6 +108,9 @@ def workspace_export(*, workspace: Any, output: Path) -> Path:
                 text_sha256=hashlib.sha256(fact.text.encode()).hexdigest(),
             )
             manifest_items.append(entry)
+        done += len(facts)
+        if progress:
+            progress(done)
     proposals = Proposal.objects.filter(workspace=workspace).select_related("project").order_by("seq")
     files["proposals.jsonl"] = "".join(
         json.dumps(
