@@ -25,6 +25,7 @@ from memory.services import (
     publication_heartbeat,
     workspaces_pending,
 )
+from workspaces.services import workspace_deletions_purge
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +34,7 @@ IDLE_WAIT = 1.0  # seconds between cycles when nothing wakes the loop
 # in one batch: under load, one cycle per proposal would cost the serving process more than the
 # proposals themselves.
 GATHER = 0.05
+PURGE_EVERY = 3600.0  # seconds between purges of deleted workspaces' exports (as Celery beat)
 
 
 @dataclass
@@ -80,6 +82,7 @@ class ConsolidatorLoop:
         self._stop = threading.Event()
         self._cycle = threading.Lock()  # held for the whole of each cycle
         self._next_heartbeat = 0.0
+        self._next_purge = 0.0
 
     def wait_idle(self) -> None:
         """Return once no cycle is running (one starting later sees the settings of then)."""
@@ -102,6 +105,9 @@ class ConsolidatorLoop:
         heartbeat = now >= self._next_heartbeat
         if heartbeat:
             self._next_heartbeat = now + settings.UNFORGETTER["HEARTBEAT_TICK"].total_seconds()
+        if now >= self._next_purge:  # what Celery beat's hourly purge does, without a broker
+            self._next_purge = now + PURGE_EVERY
+            workspace_deletions_purge()
         return consolidation_cycle(heartbeat=heartbeat, batch_size=self.batch_size)
 
     def run(self) -> None:

@@ -210,6 +210,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Unforgetter API",
     "DESCRIPTION": "Scoped read access for scripts and snapshot prefetch; the same authority as /mcp.",
     "VERSION": "1",
+    # 3.1: the response schemas are JSON Schema 2020-12, the same the MCP tools publish.
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
@@ -296,6 +298,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env.float("HEARTBEAT_TICK_SECONDS", default=5.0),
     },
     "prune-oauth-clients": {"task": "workspaces.prune_oauth_clients", "schedule": 24 * 3600.0},
+    "purge-deleted-workspaces": {"task": "workspaces.purge_deleted_workspaces", "schedule": 3600.0},
 }
 
 # --- Unforgetter -------------------------------------------------------------------------------------
@@ -332,9 +335,13 @@ UNFORGETTER = {
     # process, calls running at once (more wait their turn, up to CREDENTIAL_QUEUE_SECONDS) and
     # calls running or waiting. Over a limit: rate_limited with retry_after. 0: off.
     "CREDENTIAL_CALLS_PER_SECOND": env.int("CREDENTIAL_CALLS_PER_SECOND", default=0 if TESTING else 20),
-    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=2),
+    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=4),
     "CREDENTIAL_IN_FLIGHT": env.int("CREDENTIAL_IN_FLIGHT", default=16),
     "CREDENTIAL_QUEUE_SECONDS": env.int("CREDENTIAL_QUEUE_SECONDS", default=10),
+    # Deleting a workspace removes its rows at once; exports the server made of it (in EXPORTS_DIR)
+    # are kept this long, then purged by a scheduled task (the receipt says when).
+    "EXPORTS_DIR": Path(env.str("EXPORTS_DIR", default=str(BASE_DIR / "var" / "exports"))),
+    "DELETION_RETENTION": timedelta(days=env.int("DELETION_RETENTION_DAYS", default=30)),
     # propose_memory calls allowed per connection per minute (0: unlimited).
     "PROPOSE_RATE_PER_MINUTE": env.int("PROPOSE_RATE_PER_MINUTE", default=0),
     # /readyz fails when the oldest pending proposal has waited longer than this.
