@@ -76,7 +76,6 @@ def search_for_agent(
             data_classes=scope.visible_classes,
             states=list(State.current()),
             query=query,
-            match="all",
             limit=page_size + 1,
             offset=offset,
         )

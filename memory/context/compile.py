@@ -26,8 +26,9 @@ FACT_KINDS = (Kind.FACT, Kind.DECISION, Kind.CONVENTION)
 KIND_WEIGHT: dict[str, float] = {Kind.DECISION: 1.0, Kind.CONVENTION: 0.9, Kind.FACT: 0.75}
 RECENCY_HALF_LIFE_DAYS = 45.0
 CANDIDATES = 60
-# Matching rows scored per bundle (facts and methods together); see memory.search.CANDIDATE_CAP.
+# Ranked items considered per bundle (facts and methods together).
 RANK_CANDIDATES = 200
+WEAK_MATCH_SHARE = 0.25
 MAX_THREADS = 12
 RECENT = CANDIDATES // 3
 RESERVED_THREADS = 4
@@ -128,6 +129,14 @@ class _Ranked:
     methods: list[Fact]
 
 
+def _strong(hits: list[search.Hit]) -> list[search.Hit]:
+    """The hits that match the task: one that shares only the task's commonest words with it
+    scores a sliver of the best one of its section, and is neither served for relevance nor
+    offered as a pointer."""
+    best = max((hit.score for hit in hits), default=0.0)
+    return [hit for hit in hits if hit.score >= WEAK_MATCH_SHARE * best]
+
+
 def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Fact]) -> _Ranked:
     """Facts, decisions and conventions best first (each with why it was chosen), and methods.
 
@@ -140,12 +149,11 @@ def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recen
         states=[State.ACTIVE],
         kinds=(*FACT_KINDS, Kind.METHOD),
         query=task,
-        match="any",
         limit=RANK_CANDIDATES,
-        candidates=RANK_CANDIDATES,
     )
-    fact_hits = [hit for hit in hits if hit.kind != Kind.METHOD][:CANDIDATES]
-    method_ids = [hit.fact_id for hit in hits if hit.kind == Kind.METHOD][:MAX_METHODS]
+    fact_hits = _strong([hit for hit in hits if hit.kind != Kind.METHOD])[:CANDIDATES]
+    method_hits = _strong([hit for hit in hits if hit.kind == Kind.METHOD])[:MAX_METHODS]
+    method_ids = [hit.fact_id for hit in method_hits]
     relevance = {hit.fact_id: hit.score for hit in fact_hits}
     top = max(relevance.values(), default=0.0) or 1.0
     rows = {f.pk: f for f in recent}

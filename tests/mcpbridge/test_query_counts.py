@@ -13,19 +13,12 @@ from mcpbridge.schemas import GetContextArgs, ListProjectsArgs, SearchMemoryArgs
 from mcpbridge.server import _get_context, _list_projects, _search_memory
 from memory.cursors import cursor_make
 from memory.exceptions import InvalidCursor
-from memory.search import common_terms
 from tests.conftest import Tenant
 from tests.readpath import _fresh_bundle_cache, add_item  # noqa: F401
 from workspaces.scope import AgentScope
 from workspaces.selectors import connection_for_bearer
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _common_terms_loaded() -> None:
-    # The common-word statistics are read once per process every few minutes, not per call.
-    common_terms.get()
 
 
 def _as_verified(token: str) -> AgentScope:
