@@ -11,6 +11,7 @@ import httpx2
 import pytest
 from django.core.cache import cache
 
+from memory.embeddings.index import indexes
 from memory.models import Fact
 from memory.services import fact_create
 from tests.mcp_client import MCPClient
@@ -56,7 +57,9 @@ def sdk_factory(live: Any) -> Callable[..., RecordingMCPClient]:
 def _fresh_bundle_cache() -> None:
     # Compiled bundles are cached per process by (connection, project, task, publication); ids
     # restart after a rolled-back test on SQLite, so a bundle of an earlier test could match.
+    # The vector indexes are cached per project by their newest id, which restarts likewise.
     cache.clear()
+    indexes.clear()
 
 
 def rpc_body(method: str, params: dict[str, Any] | None = None, *, request_id: int = 1) -> dict[str, Any]:

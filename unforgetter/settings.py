@@ -259,6 +259,12 @@ UNFORGETTER = {
     "CONTEXT_MAX_POINTERS": env.int("CONTEXT_MAX_POINTERS", default=10),
     # search_memory
     "SEARCH_PAGE_SIZE": env.int("SEARCH_PAGE_SIZE", default=10),
+    # Semantic retrieval: "local" (all-MiniLM-L6-v2 from its PyPI package, on the CPU), "openai"
+    # (an OpenAI-compatible /embeddings endpoint) or "off" (lexical ranking alone).
+    "EMBEDDER": env.str("EMBEDDER", default="local"),
+    "EMBEDDINGS_URL": env.str("EMBEDDINGS_URL", default=""),
+    "EMBEDDINGS_MODEL": env.str("EMBEDDINGS_MODEL", default="text-embedding-3-small"),
+    "EMBEDDINGS_API_KEY": env.str("EMBEDDINGS_API_KEY", default=""),
     "CURSOR_TTL": timedelta(seconds=env.int("CURSOR_TTL_SECONDS", default=15 * 60)),
     # credentials
     "TOKEN_DEFAULT_TTL": timedelta(days=env.int("TOKEN_DEFAULT_TTL_DAYS", default=90)),
