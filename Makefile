@@ -23,9 +23,10 @@ $(STAMP): pyproject.toml
 migrate: setup
 	$(PY) manage.py migrate --noinput
 
+# PORT reaches the settings too: unless PUBLIC_URL is set, every printed URL uses it.
 run: migrate
-	$(PY) manage.py bootstrap_demo
-	$(VENV)/bin/uvicorn unforgetter.asgi:application --host $(HOST) --port $(PORT) --lifespan on --no-access-log
+	PORT=$(PORT) $(PY) manage.py bootstrap_demo
+	PORT=$(PORT) $(VENV)/bin/uvicorn unforgetter.asgi:application --host $(HOST) --port $(PORT) --lifespan on --no-proxy-headers --no-access-log
 
 test: setup
 	UNFORGETTER_TESTING=1 $(PY) -m pytest $(PYTEST_ARGS)

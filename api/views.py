@@ -6,8 +6,10 @@ same stable codes.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Any
 
+from django.http import HttpRequest, HttpResponseBase
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -20,7 +22,8 @@ from rest_framework.views import APIView, exception_handler
 from api.authentication import ConnectionAuthentication
 from memory.context import context_for_agent
 from memory.selectors import projects_for_agent, search_for_agent
-from workspaces.exceptions import InvalidRequest, UnforgetterError
+from workspaces.exceptions import InvalidRequest, RateLimited, UnforgetterError
+from workspaces.limits import credential_rate_check, credential_slot
 from workspaces.scope import AgentScope
 from workspaces.selectors import project_for_agent
 
@@ -36,7 +39,12 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
             "code": exc.code,
             "action": exc.action,
         }
-        return Response(body, status=exc.http_status, content_type="application/problem+json")
+        if isinstance(exc, RateLimited):
+            body["retry_after"] = exc.retry_after
+        response = Response(body, status=exc.http_status, content_type="application/problem+json")
+        if isinstance(exc, RateLimited):
+            response["Retry-After"] = str(exc.retry_after)
+        return response
     return exception_handler(exc, context)
 
 
@@ -54,8 +62,23 @@ class ConnectionAuthenticationScheme(OpenApiAuthenticationExtension):  # type: i
 
 
 class AgentAPIView(APIView):
+    """A read for an agent credential, under the same per-credential limits as the MCP tools."""
+
     authentication_classes = [ConnectionAuthentication]
     permission_classes = [IsAuthenticated]
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        self._slot = ExitStack()
+        try:
+            return super().dispatch(request, *args, **kwargs)
+        finally:
+            self._slot.close()
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # authenticates: request.auth is the scope
+        connection_id = self.scope(request).connection_id
+        self._slot.enter_context(credential_slot(connection_id))
+        credential_rate_check(connection_id)
 
     def scope(self, request: Request) -> AgentScope:
         assert isinstance(request.auth, AgentScope)

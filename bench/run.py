@@ -23,13 +23,15 @@ import json
 import os
 import random
 import re
+import secrets
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 WORKSPACE = "bench"
 PROTOCOL = "2026-07-28"
-SECRET_KEY = "bench-only-secret-key-not-for-production-0123456789"
+# A throwaway database gets throwaway keys, fresh each run (no key lives in the repository).
+KEYS = {"SECRET_KEY": secrets.token_urlsafe(48), "LEDGER_KEY": secrets.token_urlsafe(48)}
 
 
 @dataclass
@@ -188,7 +191,7 @@ def child_env(database_url: str, public_url: str = "http://127.0.0.1:8000") -> d
     env.update(
         {
             "DATABASE_URL": database_url,
-            "SECRET_KEY": SECRET_KEY,
+            **KEYS,
             "PUBLIC_URL": public_url,
             "DEBUG": "0",
             "LOG_LEVEL": "WARNING",
@@ -196,6 +199,9 @@ def child_env(database_url: str, public_url: str = "http://127.0.0.1:8000") -> d
             # The write bench times one consolidator in its own process; the server's embedded
             # one would race it for the same proposals.
             "EMBEDDED_WORKER": "false",
+            # The benchmark measures speed with one token at full tilt, not the per-credential limits.
+            "CREDENTIAL_CALLS_PER_SECOND": "0",
+            "CREDENTIAL_CONCURRENCY": "0",
         }
     )
     env.pop("UNFORGETTER_TESTING", None)
@@ -220,25 +226,55 @@ def server_url(admin_url: str, name: str) -> str:
     return admin_url.rsplit("/", 1)[0] + "/" + name
 
 
+_SEEDED_COUNT = (
+    "SELECT count(*) FROM memory_fact f JOIN workspaces_workspace w ON w.id = f.workspace_id "
+    "JOIN workspaces_project p ON p.id = f.project_id WHERE w.slug = {0} AND p.slug LIKE 'p%'"
+)
+
+
 def database_ready(url: str, sizes: Sizes) -> bool:
     """Whether a database seeded earlier with exactly these sizes exists (for --keep)."""
-    try:
-        with psycopg.connect(url, connect_timeout=3) as conn:
-            # Only the seeded projects count: the write bench adds projects of its own.
-            row = conn.execute(
-                "SELECT count(*) FROM memory_fact f JOIN workspaces_workspace w ON w.id = f.workspace_id "
-                "JOIN workspaces_project p ON p.id = f.project_id WHERE w.slug = %s AND p.slug LIKE 'p%%'",
-                [WORKSPACE],
-            ).fetchone()
-            return row is not None and row[0] == sizes.workspace_items
-    except psycopg.Error:
-        return False
+    # Only the seeded projects count: the write bench adds projects of its own.
+    row: Any = None
+    if url.startswith("sqlite:"):
+        path = url.removeprefix("sqlite:///")
+        if not Path(path).exists():
+            return False
+        try:
+            with sqlite3.connect(path) as conn:
+                row = conn.execute(_SEEDED_COUNT.format("?"), [WORKSPACE]).fetchone()
+        except sqlite3.Error:
+            return False
+    else:
+        try:
+            with psycopg.connect(url, connect_timeout=3) as conn:
+                row = conn.execute(_SEEDED_COUNT.format("%s").replace("%'", "%%'"), [WORKSPACE]).fetchone()
+        except psycopg.Error:
+            return False
+    return row is not None and row[0] == sizes.workspace_items
 
 
 def database_recreate(admin_url: str, name: str) -> None:
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def database_empty(url: str) -> None:
+    """Make a given database new: a SQLite file removed, a PostgreSQL schema dropped and recreated.
+
+    For a database the runner may use but not create (one per engineer on a shared server); a
+    recreated schema has no planner statistics, like a new database.
+    """
+    if url.startswith("sqlite:"):
+        path = Path(url.removeprefix("sqlite:///"))
+        for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            leftover.unlink(missing_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA IF EXISTS public CASCADE")
+        conn.execute("CREATE SCHEMA public")
 
 
 @dataclass
@@ -278,9 +314,10 @@ def seed(url: str, sizes: Sizes, data_dir: Path) -> Seeded:
         if index == 0:
             result.first_project_rate = sizes.project_items / elapsed
         log(f"  imported {slug}: {sizes.project_items:,} items in {elapsed:.1f}s")
-    with psycopg.connect(url, autocommit=True) as conn:
-        # What autovacuum would have done by the time anyone queries a table this size.
-        conn.execute("VACUUM ANALYZE memory_fact")
+    if not url.startswith("sqlite:"):
+        with psycopg.connect(url, autocommit=True) as conn:
+            # What autovacuum would have done by the time anyone queries a table this size.
+            conn.execute("VACUUM ANALYZE memory_fact")
     return result
 
 
@@ -485,19 +522,37 @@ def main() -> None:
     )
     parser.add_argument("--db-name", default=os.environ.get("BENCH_DB", "unforgetter_bench"))
     parser.add_argument(
+        "--database-url",
+        default=os.environ.get("BENCH_DATABASE_URL", ""),
+        help="measure on this database (sqlite:///path or postgres://...), emptied first; "
+        "instead of creating --db-name",
+    )
+    parser.add_argument("--projects", type=int, help="projects to seed (default: 10, --quick 3)")
+    parser.add_argument("--items", type=int, help="items per project (default: 100,000, --quick 10,000)")
+    parser.add_argument(
         "--data-dir", type=Path, default=Path(os.environ.get("BENCH_DATA", "/tmp/unforgetter-bench"))
     )
     options = parser.parse_args()
     sizes = QUICK if options.quick else FULL
+    sizes = replace(
+        sizes,
+        projects=options.projects or sizes.projects,
+        project_items=options.items or sizes.project_items,
+    )
     db_name = options.db_name + ("_quick" if options.quick else "")
-    url = server_url(options.admin_url, db_name)
+    url = options.database_url or server_url(options.admin_url, db_name)
+    if options.database_url:
+        db_name = url.rsplit("/", 1)[-1]
 
     seeded = Seeded(reused=True)
     if options.keep and database_ready(url, sizes):
         log(f"Reusing {db_name} ({sizes.workspace_items:,} items).")
     else:
         log(f"Seeding {db_name}: {sizes.project_items:,} items x {sizes.projects} projects ...")
-        database_recreate(options.admin_url, db_name)
+        if options.database_url:
+            database_empty(url)
+        else:
+            database_recreate(options.admin_url, db_name)
         seeded = seed(url, sizes, options.data_dir)
 
     token = manage(

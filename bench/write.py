@@ -29,8 +29,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from workspaces.selectors import agent_scope
-
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -110,6 +108,7 @@ def measure_consolidation(workspace_slug: str, proposals: int = 3_000) -> float:
     _django()
     from memory.services import proposal_consolidate, proposal_submit
     from workspaces.models import Connection, Workspace
+    from workspaces.selectors import agent_scope
     from workspaces.services import project_create, token_issue
 
     workspace = Workspace.objects.get(slug=workspace_slug)
@@ -169,6 +168,9 @@ def _standalone(port: int) -> list[tuple[str, str, str]]:
         path = Path(tempfile.mkdtemp(prefix="unforgetter-bench-")) / "bench.sqlite3"
         os.environ["DATABASE_URL"] = f"sqlite:///{path}"
     os.environ.setdefault("UNFORGETTER_TESTING", "1")  # a throwaway database needs no real SECRET_KEY
+    # The benchmark measures speed with one token at full tilt, not the per-credential limits.
+    os.environ.setdefault("CREDENTIAL_CALLS_PER_SECOND", "0")
+    os.environ.setdefault("CREDENTIAL_CONCURRENCY", "0")
     os.environ["PUBLIC_URL"] = f"http://127.0.0.1:{port}"
     env = dict(os.environ)
     subprocess.run(

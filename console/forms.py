@@ -146,6 +146,7 @@ class RevokeForm(forms.Form):
 class ZoneForm(forms.Form):
     trust = forms.ChoiceField(choices=TrustZone.Trust.choices)
     max_token_ttl = DurationField(required=False, label="Maximum token lifetime", help_text="Empty: no cap.")
+    review = forms.ChoiceField(choices=TrustZone.Review.choices, label="Review", required=False)
 
 
 class MemoryFilterForm(forms.Form):

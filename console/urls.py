@@ -4,20 +4,12 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from console.access import with_csp
-from console.views import connections, memory, overview, review
+from console.views import connections, memory, overview, review, signin
 
 app_name = "console"
 
 urlpatterns = [
-    path(
-        "login/",
-        with_csp(
-            auth_views.LoginView.as_view(
-                template_name="registration/login.html", redirect_authenticated_user=True
-            )
-        ),
-        name="login",
-    ),
+    path("login/", with_csp(signin.SignInView.as_view()), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", overview.home, name="home"),
     path("w/<slug:slug>/", overview.overview, name="overview"),

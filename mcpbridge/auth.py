@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
-from asgiref.sync import sync_to_async
 from django.utils import timezone
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 
+from mcpbridge.threads import in_request_thread
 from workspaces.exceptions import ForbiddenScope, Unauthorized
 from workspaces.models import Connection
 from workspaces.scope import AgentScope
@@ -39,7 +39,7 @@ def authenticate(raw: str) -> tuple[AgentScope, str] | None:
 
 class ConnectionTokenVerifier:
     async def verify_token(self, token: str) -> AccessToken | None:
-        found = await sync_to_async(authenticate)(token)
+        found = await in_request_thread(authenticate, token)
         if found is None:
             return None
         scope, resource = found

@@ -2,7 +2,7 @@
 
 Each tool validates its arguments against its published model (so bad input is a structured
 `invalid_request`, never the SDK's plain-text validation error), resolves the credential's
-AgentScope, calls one selector or service in a thread-sensitive worker and renders the result.
+AgentScope, calls one selector or service in a request thread (mcpbridge.threads) and renders the result.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
@@ -22,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from mcpbridge import results
 from mcpbridge.auth import SCOPE_PROPOSE, SCOPE_READ, ConnectionTokenVerifier, current_scope, require_scope
+from mcpbridge.outputs import OUTPUT_SCHEMAS
 from mcpbridge.schemas import (
     MAX_EVIDENCE_ITEMS,
     MAX_EVIDENCE_REF,
@@ -34,12 +34,14 @@ from mcpbridge.schemas import (
     SearchMemoryArgs,
     describe_validation_error,
 )
+from mcpbridge.threads import in_request_thread
 from memory.context import context_for_agent
 from memory.contract import Bundle, ProjectList, ProposalReceipt, SearchPage
 from memory.exceptions import ProtectedTarget
 from memory.selectors import projects_for_agent, search_for_agent
 from memory.services import proposal_submit
 from workspaces.exceptions import InvalidRequest, UnforgetterError
+from workspaces.limits import credential_rate_check, credential_slot
 from workspaces.scope import AgentScope
 from workspaces.selectors import project_for_agent
 
@@ -48,12 +50,18 @@ logger = logging.getLogger(__name__)
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
 
 INSTRUCTIONS = """\
-Unforgetter is your team's governed, shared memory. Start a task with get_context: it returns the \
-policies you must follow, the facts, decisions and conventions relevant to your task (each with \
-provenance: cite it when a decision depends on it), open threads and methods. Use search_memory to \
-dig deeper or to fetch an item by the ref a pointer gives. You cannot write memory directly: \
-propose_memory submits a change that is validated and published, or held for the owner's review. \
-Your authority comes from your credential: call list_projects to see the projects you may use."""
+Unforgetter is your team's governed, shared memory. Use its four tools in this order:
+1. list_projects: the projects your credential may use; pass an id from it as project_id.
+2. get_context (project_id, task): call it first for every task. It returns the policies you must \
+follow, the facts, decisions and conventions relevant to the task (each with provenance: cite it when \
+a decision depends on it), open threads, methods (step-by-step instructions) and pointers.
+3. search_memory (project_id, query): dig deeper, or fetch an item by the ref a pointer gives; page \
+with the cursor it returns.
+4. propose_memory: you cannot write memory directly. Propose a change (add_fact, update_fact, \
+open_thread, close_thread, reject) with evidence and your own request_id; it is validated and \
+published within seconds, or held for the owner's review.
+Every error carries a code and an action: follow the action (forbidden_scope or unknown_project: \
+call list_projects; protected_target: do not retry, tell the owner)."""
 
 
 class _RawArguments(ArgModelBase):
@@ -78,13 +86,26 @@ async def run_tool(
         return results.error(InvalidRequest(describe_validation_error(exc)))
     try:
         scope = current_scope()
-        payload = await sync_to_async(handler)(scope, args)
+        # The slot is taken on the event loop, before the call waits for a thread: calls over the
+        # credential's concurrency are refused without queueing behind anyone's work.
+        with credential_slot(scope.connection_id):
+            payload = await in_request_thread(_rate_checked(handler), scope, args)
     except UnforgetterError as exc:
         return results.error(exc)
     except Exception:
         logger.exception("MCP tool %s failed", model.__name__)
         return results.error(results.InternalError("The server could not complete this call."))
     return results.ok(payload)
+
+
+def _rate_checked(
+    handler: Callable[[AgentScope, ArgsT], Mapping[str, Any]],
+) -> Callable[[AgentScope, ArgsT], Mapping[str, Any]]:
+    def checked(scope: AgentScope, args: ArgsT) -> Mapping[str, Any]:
+        credential_rate_check(scope.connection_id)
+        return handler(scope, args)
+
+    return checked
 
 
 def _list_projects(scope: AgentScope, args: ListProjectsArgs) -> ProjectList:
@@ -219,7 +240,7 @@ def build_server() -> MCPServer:
             title=title,
             description=description,
             parameters=model.model_json_schema(),
-            fn_metadata=_ValidatedByTool(arg_model=_RawArguments),
+            fn_metadata=_ValidatedByTool(arg_model=_RawArguments, output_schema=OUTPUT_SCHEMAS[name]),
             is_async=True,
             context_kwarg=None,
             annotations=annotations,

@@ -6,7 +6,10 @@ builds them and the interfaces render them. A key added to a payload is added he
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from typing import NotRequired
+
+# typing_extensions: pydantic derives the tools' output schemas from these, and needs it before 3.12.
+from typing_extensions import TypedDict
 
 from workspaces.exceptions import ErrorBody
 
@@ -44,6 +47,8 @@ class Provenance(TypedDict):
     source: str
     date: str
     actor: str
+    # The item's id in the tool it was imported from, when it came with one.
+    origin: NotRequired[str]
 
 
 class ItemPayload(TypedDict):

@@ -78,6 +78,7 @@ def _item_json(fact: Fact) -> dict[str, Any]:
         "source": fact.source,
         "actor": fact.actor,
         "date": (fact.source_date or fact.created_at.date()).isoformat(),
+        "taint": fact.taint_label,
     }
 
 
@@ -97,7 +98,6 @@ def workspace_export(*, workspace: Any, output: Path) -> Path:
             entry = _item_json(fact)
             entry.update(
                 project=project.slug,
-                taint=fact.taint_label,
                 supersedes=fact.supersedes.ref if fact.supersedes else None,
                 text_sha256=hashlib.sha256(fact.text.encode()).hexdigest(),
             )

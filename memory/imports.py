@@ -1,160 +1,198 @@
-"""Import of memory items: the bulk path.
+"""Import of memory items: idempotent, identity-keeping, all or nothing.
 
-Items are parsed and validated in a streaming pass and inserted in large batches (one transaction
-for the whole file), never saved one by one.
-JSONL: one item per line, `{"kind", "text", "state"?, "data_class"?, "ref"?, "source"?, "actor"?, "date"?}`.
-Markdown: CLAUDE.md / AGENTS.md style notes; each bullet or paragraph becomes one item, its kind
-taken from the heading above it (Decisions, Conventions, Policies, Open questions, ...).
+Readers (memory/readers/) turn a format into items; this module decides what each item is to the
+project it goes into, in large batches inside one transaction (never one save per item):
+
+- an item seen before is **unchanged** and left alone: the same foreign id (`origin`), the same
+  ref, or, for items without an id (a CLAUDE.md bullet), the same kind and text;
+- an item whose id is known but whose content differs is **updated**: a new version that
+  supersedes the previous one, as an owner's edit would;
+- anything else is **imported**. A ref in Unforgetter's form is kept when it is free on this
+  server and remapped when it clashes; the ref it came with stays as its origin, shown in its
+  provenance, so a later import still finds it.
+
+A bad input anywhere names itself (`line 3: ...`) and nothing of the import is kept.
+
+An import that changed memory is a publication (bundles compiled before it are not served
+after it), and on PostgreSQL it is followed by ANALYZE, so the next query is planned for the table
+as it is.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from datetime import date
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
+from django.db import connection as db
 from django.db import transaction
 
-from memory.models import Kind
-from memory.refs import is_ref
-from memory.services import FactRow, fact_row, fact_rows_insert
+from memory.models import Fact, Kind, State, Taint
+from memory.readers import Incoming, read_items
+from memory.refs import is_ref, new_ref
+from memory.services import FactRow, fact_row, fact_rows_insert, publication_record
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 
 BATCH_SIZE = 5_000
-_JSONL_KEYS = {"kind", "text", "state", "data_class", "ref", "source", "actor", "date"}
+# Refs longer than the column are foreign ids, however they look.
+_REF_COLUMN_LENGTH = Fact._meta.get_field("ref").max_length or 32
+_COMPARED = ("kind", "text", "state", "data_class", "taint")
+_TAINTS = {taint.label: int(taint) for taint in Taint}
 
 
 @dataclass(frozen=True)
 class ImportReport:
     imported: int
+    unchanged: int
+    updated: int
     path: str
 
+    @property
+    def total(self) -> int:
+        return self.imported + self.unchanged + self.updated
 
-def _parse_date(value: Any, line: int) -> date | None:
-    if value in (None, ""):
-        return None
+
+def _own_ref(ref: str | None) -> str | None:
+    return ref if ref and len(ref) <= _REF_COLUMN_LENGTH and is_ref(ref) else None
+
+
+def _row(item: Incoming, *, project: Project, actor: str) -> FactRow:
+    """The validated row an item would be, its errors prefixed with where it came from."""
     try:
-        return date.fromisoformat(str(value)[:10])
-    except ValueError:
-        raise InvalidRequest(f"line {line}: date {value!r} is not an ISO date (YYYY-MM-DD).") from None
+        if item.taint is not None and item.taint not in _TAINTS:
+            raise InvalidRequest(f"taint {item.taint!r} is not one of {', '.join(_TAINTS)}.")
+        return fact_row(
+            project=project,
+            kind=item.kind,
+            text=item.text,
+            state=item.state,
+            data_class=item.data_class,
+            source=item.source,
+            source_date=item.source_date,
+            actor=item.actor or actor,
+            taint=_TAINTS[item.taint] if item.taint is not None else Taint.CLEAN,
+            origin=item.origin,
+        )
+    except InvalidRequest as exc:
+        raise InvalidRequest(f"{item.where}: {exc.message}") from None
 
 
-def jsonl_items(stream: TextIO, *, project: Project, default_actor: str, source: str) -> Iterator[FactRow]:
-    for number, raw in enumerate(stream, start=1):
-        if not raw.strip():
-            continue
-        try:
-            item = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InvalidRequest(f"line {number}: not valid JSON ({exc.msg}).") from None
-        if not isinstance(item, dict):
-            raise InvalidRequest(f"line {number}: each line must be a JSON object.")
-        unknown = set(item) - _JSONL_KEYS
-        if unknown:
-            raise InvalidRequest(f"line {number}: unknown key {sorted(unknown)[0]!r}.")
-        if not isinstance(item.get("text"), str) or not isinstance(item.get("kind", "fact"), str):
-            raise InvalidRequest(f"line {number}: 'text' and 'kind' must be strings.")
-        ref = item.get("ref")
-        if ref is not None and (not isinstance(ref, str) or not is_ref(ref)):
-            raise InvalidRequest(
-                f"line {number}: ref {ref!r} must look like kind_abc123 (lowercase, digits)."
-            )
-        try:
-            yield fact_row(
-                project=project,
-                kind=item.get("kind", Kind.FACT),
-                text=item["text"],
-                state=item.get("state"),
-                data_class=item.get("data_class"),
-                source=str(item.get("source") or source),
-                source_date=_parse_date(item.get("date"), number),
-                actor=str(item.get("actor") or default_actor),
-                ref=ref,
-            )
-        except InvalidRequest as exc:
-            raise InvalidRequest(f"line {number}: {exc.message}") from None
+@dataclass
+class _Importer:
+    """One import's state across its batches: what it has matched, made and still has to link."""
+
+    project: Project
+    actor: str
+    imported: int = 0
+    unchanged: int = 0
+    updated: int = 0
+    # Every identity seen in this import -> the ref that now stands for it.
+    seen: dict[tuple[str, ...], str] = field(default_factory=dict)
+    # The ids items of this import go by (their ref or origin) -> the ref they now have.
+    resolved: dict[str, str] = field(default_factory=dict)
+    # (new ref, the id in the file of the item it supersedes), linked once every item is in.
+    pending_links: list[tuple[str, str, str]] = field(default_factory=list)
+    used_refs: set[str] = field(default_factory=set)
+
+    def _existing(
+        self, items: list[tuple[Incoming, FactRow]]
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
+        """Rows already on the server that this batch's items may be: by ref, origin, kind+text."""
+        columns = ("id", "ref", "project_id", "origin", *_COMPARED)
+        refs = {r for item, _ in items if (r := _own_ref(item.ref))}
+        by_ref = {row["ref"]: row for row in Fact.objects.filter(ref__in=refs).values(*columns)}
+        origins = {o for item, _ in items for o in (item.origin, item.ref) if o}
+        by_origin: dict[str, dict[str, Any]] = {}
+        for row in (
+            Fact.objects.filter(project=self.project, origin__in=origins).order_by("id").values(*columns)
+        ):
+            by_origin[row["origin"]] = row  # the latest version wins
+        texts = {row.text for item, row in items if not item.origin and not item.ref}
+        by_text: dict[tuple[str, str], dict[str, Any]] = {}
+        if texts:
+            rows = Fact.objects.filter(project=self.project, text__in=texts).order_by("id").values(*columns)
+            for row in rows:
+                by_text[(row["kind"], row["text"])] = row
+        return by_ref, by_origin, by_text
+
+    def apply(self, batch: list[Incoming]) -> None:
+        items = [(item, _row(item, project=self.project, actor=self.actor)) for item in batch]
+        by_ref, by_origin, by_text = self._existing(items)
+        new_rows: list[FactRow] = []
+        supersede: list[tuple[str, dict[str, Any]]] = []
+        for item, row in items:
+            ident = item.origin or item.ref
+            key = ("id", ident) if ident else ("text", row.kind, row.text)
+            if key in self.seen:  # the same item twice in one import
+                self.unchanged += 1
+                continue
+            own = _own_ref(item.ref)
+            match = None
+            if item.origin:
+                match = by_origin.get(item.origin)
+            elif item.ref:
+                in_project = by_ref.get(own) if own else None
+                if in_project is not None and in_project["project_id"] != self.project.pk:
+                    in_project = None
+                match = by_origin.get(item.ref) or in_project
+            else:
+                match = by_text.get((row.kind, row.text))
+            if match is not None and all(match[c] == getattr(row, c) for c in _COMPARED):
+                self.unchanged += 1
+                ref = str(match["ref"])
+            else:
+                keep = own if own and own not in by_ref and own not in self.used_refs else None
+                ref = keep or new_ref(row.kind)
+                origin = item.origin or ("" if keep else item.ref or "")
+                if match is not None:
+                    supersede.append((ref, match))
+                    self.updated += 1
+                else:
+                    self.imported += 1
+                    if item.supersedes:
+                        self.pending_links.append((ref, item.supersedes, item.where))
+                new_rows.append(row._replace(ref=ref, origin=origin))
+            self.used_refs.add(ref)
+            self.seen[key] = ref
+            if ident:
+                self.resolved[ident] = ref
+        if new_rows:
+            fact_rows_insert(project=self.project, rows=new_rows)
+        if supersede:
+            _link([(ref, int(old["id"])) for ref, old in supersede])
+            live = [old["id"] for _, old in supersede if old["state"] == Kind.live_state(old["kind"])]
+            Fact.objects.filter(pk__in=live).update(state=State.SUPERSEDED)
+
+    def link(self) -> None:
+        """Restore supersession inside the import: each item points at the version it replaced."""
+        if not self.pending_links:
+            return
+        wanted = {self.resolved.get(target, target) for _, target, _ in self.pending_links}
+        ids = dict(Fact.objects.filter(project=self.project, ref__in=wanted).values_list("ref", "id"))
+        pairs = []
+        for ref, target, where in self.pending_links:
+            target_id = ids.get(self.resolved.get(target, target))
+            if target_id is None:
+                raise InvalidRequest(
+                    f"{where}: supersedes {target!r}, which is neither in the import nor here."
+                )
+            pairs.append((ref, target_id))
+        _link(pairs)
 
 
-_HEADING_KINDS = [
-    (re.compile(r"decision|adr|chose|choice", re.I), Kind.DECISION),
-    (re.compile(r"convention|style|standard|guideline|rule of thumb", re.I), Kind.CONVENTION),
-    (re.compile(r"polic|must|never|security|compliance|rule", re.I), Kind.POLICY),
-    (re.compile(r"goal|objective|mission", re.I), Kind.GOAL),
-    (re.compile(r"permission|access", re.I), Kind.PERMISSION),
-    (re.compile(r"identity|who we are|about", re.I), Kind.IDENTITY),
-    (re.compile(r"open|question|todo|thread|follow", re.I), Kind.THREAD),
-    (re.compile(r"how to|method|runbook|procedure|steps|playbook", re.I), Kind.METHOD),
-]
-_BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
-_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+def _link(pairs: Iterable[tuple[str, int]]) -> None:
+    """Set `supersedes` of the rows named by ref (bulk: refs to ids, one update per batch)."""
+    pairs = list(pairs)
+    ids = dict(Fact.objects.filter(ref__in=[ref for ref, _ in pairs]).values_list("ref", "id"))
+    Fact.objects.bulk_update(
+        [Fact(pk=ids[ref], supersedes_id=old) for ref, old in pairs], ["supersedes"], batch_size=1_000
+    )
 
 
-def _kind_for_heading(heading: str) -> Kind:
-    for pattern, kind in _HEADING_KINDS:
-        if pattern.search(heading):
-            return kind
-    return Kind.FACT
-
-
-def markdown_items(stream: TextIO, *, project: Project, default_actor: str, source: str) -> Iterator[FactRow]:
-    """Bullets and paragraphs of CLAUDE.md/AGENTS.md-style notes; methods keep their whole section."""
-    kind: Kind = Kind.FACT
-    heading = ""
-    block: list[str] = []
-    method_lines: list[str] = []
-
-    def flush_block() -> Iterator[FactRow]:
-        text = " ".join(line.strip() for line in block).strip()
-        block.clear()
-        if text:
-            yield fact_row(project=project, kind=kind, text=text, actor=default_actor, source=source)
-
-    def flush_method() -> Iterator[FactRow]:
-        text = "\n".join(method_lines).strip()
-        method_lines.clear()
-        if text:
-            yield fact_row(
-                project=project,
-                kind=Kind.METHOD,
-                text=f"{heading}\n{text}",
-                actor=default_actor,
-                source=source,
-            )
-
-    in_code = False
-    for raw in stream:
-        line = raw.rstrip("\n")
-        if line.strip().startswith("```"):
-            in_code = not in_code
-        heading_match = None if in_code else _HEADING_RE.match(line)
-        if heading_match:
-            yield from flush_block()
-            yield from flush_method()
-            heading = heading_match.group(2)
-            kind = _kind_for_heading(heading)
-            continue
-        if kind == Kind.METHOD:
-            method_lines.append(line)
-            continue
-        bullet = None if in_code else _BULLET_RE.match(line)
-        if bullet:
-            yield from flush_block()
-            block.append(bullet.group(1))
-        elif not line.strip():
-            yield from flush_block()
-        else:
-            block.append(line)
-    yield from flush_block()
-    yield from flush_method()
-
-
-def _batches(items: Iterable[FactRow], size: int) -> Iterator[list[FactRow]]:
-    batch: list[FactRow] = []
+def _batches(items: Iterable[Incoming], size: int) -> Iterator[list[Incoming]]:
+    batch: list[Incoming] = []
     for item in items:
         batch.append(item)
         if len(batch) >= size:
@@ -171,17 +209,35 @@ def memory_import(
     path: Path,
     fmt: str,
     actor: str = "import",
+    source_project: str | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
-    """Import a file into a project, all or nothing: a bad line names itself and nothing is kept."""
-    parsers = {"jsonl": jsonl_items, "markdown": markdown_items}
-    if fmt not in parsers:
-        raise InvalidRequest(f"Unknown format {fmt!r}; use jsonl or markdown.")
-    total = 0
-    with path.open(encoding="utf-8") as stream:
-        items = parsers[fmt](stream, project=project, default_actor=actor, source=path.name)
-        for batch in _batches(items, BATCH_SIZE):
-            total += fact_rows_insert(project=project, rows=batch)
-            if progress:
-                progress(total)
-    return ImportReport(imported=total, path=str(path))
+    """Import a file or folder into a project, all or nothing: a bad input names itself, nothing is kept."""
+    importer = _Importer(project=project, actor=actor)
+    items = read_items(path, fmt=fmt, project=project.slug, source_project=source_project)
+    done = 0
+    for batch in _batches(items, BATCH_SIZE):
+        importer.apply(batch)
+        done += len(batch)
+        if progress:
+            progress(done)
+    importer.link()
+    changed = importer.imported + importer.updated
+    if changed:
+        # A changed content version: bundles compiled before the import are not served after it.
+        publication_record(workspace=project.workspace, published_count=changed, changed=True)
+        transaction.on_commit(_analyze)
+    return ImportReport(
+        imported=importer.imported, unchanged=importer.unchanged, updated=importer.updated, path=str(path)
+    )
+
+
+def _analyze() -> None:
+    """Planner statistics for the imported rows at once, not when autovacuum gets round to it.
+
+    A bulk load leaves PostgreSQL planning the next queries for the table as it was before (or,
+    on a new database, for an empty one); SQLite plans from its indexes alone.
+    """
+    if db.vendor == "postgresql":
+        with db.cursor() as cursor:
+            cursor.execute("ANALYZE memory_fact")

@@ -6,9 +6,11 @@ and nothing that may legitimately change later (status, reason, review fields), 
 the chain itself is the order, so a reordering shows as a proposal whose content is intact but
 whose predecessor is not the one it was chained to.
 
-The key is UNFORGETTER["LEDGER_KEY"] if set, else derived from SECRET_KEY with a dedicated salt
-(`django.utils.crypto.salted_hmac`): whoever can write the database but does not hold the key
-cannot forge a chain that verifies.
+The key is UNFORGETTER["LEDGER_KEY"] (with a dedicated salt, `django.utils.crypto.salted_hmac`),
+independent of SECRET_KEY: whoever can write the database but does not hold the key cannot forge
+a chain that verifies, and rotating SECRET_KEY leaves the ledger verifiable. New proposals are
+attested with the current key; verification also accepts the keys in LEDGER_KEY_FALLBACKS, so a
+rotated ledger key keeps older proposals verifiable.
 """
 
 from __future__ import annotations
@@ -55,9 +57,15 @@ def _fields(proposal: Proposal) -> dict[str, Any]:
     return {name: getattr(proposal, name) for name in CANONICAL_FIELDS}
 
 
-def _mac(body: bytes, previous: str) -> str:
-    key = settings.UNFORGETTER.get("LEDGER_KEY") or settings.SECRET_KEY
-    return salted_hmac(_SALT, body + b"|" + previous.encode(), secret=key, algorithm="sha256").hexdigest()
+def _mac(body: bytes, previous: str, key: str | None = None) -> str:
+    secret = key if key is not None else settings.UNFORGETTER["LEDGER_KEY"]
+    return salted_hmac(_SALT, body + b"|" + previous.encode(), secret=secret, algorithm="sha256").hexdigest()
+
+
+def _verifies(body: bytes, previous: str, attestation: str) -> bool:
+    """Whether `attestation` is the MAC of `body` after `previous` under the current or a retired key."""
+    keys = [settings.UNFORGETTER["LEDGER_KEY"], *settings.UNFORGETTER.get("LEDGER_KEY_FALLBACKS", [])]
+    return any(constant_time_compare(_mac(body, previous, key), attestation) for key in keys)
 
 
 def attest(proposal: Proposal, previous: str) -> str:
@@ -108,7 +116,7 @@ def ledger_verify(*, workspace: Workspace) -> LedgerReport:
                 expected,
             )  # fmt: skip
         body = canonical(row)
-        if not constant_time_compare(_mac(body, previous), row["attestation"]):
+        if not _verifies(body, previous, row["attestation"]):
             problem = (
                 "reordered: its content is intact but it was attested after another proposal."
                 if _chained_elsewhere(workspace, body, row["attestation"], previous)
@@ -151,4 +159,4 @@ def _chained_elsewhere(workspace: Workspace, body: bytes, attestation: str, prev
     """Whether the content verifies against some other predecessor (the start included)."""
     candidates = {"", *Proposal.objects.filter(workspace=workspace).values_list("attestation", flat=True)}
     candidates.discard(previous)
-    return any(constant_time_compare(_mac(body, c), attestation) for c in candidates)
+    return any(_verifies(body, c, attestation) for c in candidates)

@@ -87,6 +87,9 @@ class Fact(models.Model):
     source_date = models.DateField(null=True, blank=True)
     actor = models.CharField(max_length=150, help_text="Who asserted it: an agent actor or an owner.")
     taint = models.PositiveSmallIntegerField(choices=Taint.choices, default=Taint.CLEAN)
+    origin = models.CharField(
+        max_length=200, blank=True, default="", help_text="Its id in the tool it was imported from."
+    )
     supersedes = models.ForeignKey(
         "self", on_delete=models.PROTECT, null=True, blank=True, related_name="superseded_by"
     )
@@ -106,6 +109,8 @@ class Fact(models.Model):
             # get_context: the current items of a project by kind, newest first.
             models.Index(fields=["project", "state", "kind", "-created_at"], name="fact_project_current"),
             models.Index(fields=["workspace", "state"], name="fact_ws_state"),
+            # import: the versions of an item that came from elsewhere with its own id.
+            models.Index(fields=["project", "origin"], name="fact_project_origin"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -135,9 +140,12 @@ class Fact(models.Model):
     def provenance(self) -> Provenance:
         """Where this line came from: the source reference, its date and the asserting actor."""
         date = self.source_date or self.created_at.date()
-        return Provenance(
+        provenance = Provenance(
             source=self.source or f"unforgetter:{self.ref}", date=date.isoformat(), actor=self.actor
         )
+        if self.origin:
+            provenance["origin"] = self.origin
+        return provenance
 
     @property
     def taint_label(self) -> str:
@@ -205,6 +213,11 @@ class Proposal(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices)
     reason = models.CharField(max_length=32, choices=Reason.choices, blank=True)
     reason_detail = models.CharField(max_length=500, blank=True)
+    signals = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="What the consolidator found: risk signals that held it, or the attack that rejected it.",
+    )
     taint = models.PositiveSmallIntegerField(choices=Taint.choices, default=Taint.CLEAN)
     attestation = models.CharField(
         max_length=64, help_text="HMAC over the canonical proposal and the previous one."
@@ -243,6 +256,21 @@ class Proposal(models.Model):
     @property
     def taint_label(self) -> str:
         return Taint(self.taint).label
+
+
+class TaintPrint(models.Model):
+    """One MinHash band of a tainted item's text (memory.fingerprints): a proposal that shares a
+    band with a tainted item and copies its text inherits its taint."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="+")
+    band = models.BigIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["workspace", "band"], name="taintprint_band")]
+
+    def __str__(self) -> str:
+        return f"{self.fact_id}:{self.band}"
 
 
 class Publication(models.Model):

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import re
 import secrets
+import unicodedata
+from collections.abc import Iterable
+from urllib.parse import unquote
 
 # 32 letters and digits that cannot be misread for one another (no l, o, 0, 1).
 ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
@@ -43,3 +46,22 @@ def is_ref(value: str) -> bool:
 def refs_mentioned(text: str) -> list[str]:
     """Every ref-shaped word in `text`, in order."""
     return REF_MENTION_RE.findall(text)
+
+
+_SPACING_RE = re.compile(r"[\s\u00ad\u200b-\u200f\u2060-\u2064\ufeff]+")
+
+
+def refs_cited(text: str, prefixes: Iterable[str]) -> list[str]:
+    """Every ref `text` names in any case, spacing or URL form (`FACT_X...`, `fact_ x...`,
+    `https://host/items/fact_x.../`, `fact%5Fx...`), in order; `prefixes` are the ref prefixes
+    that may be glued to other words once spacing is removed."""
+    folded = unquote(unicodedata.normalize("NFKC", text)).casefold()
+    found = refs_mentioned(folded)
+    squeezed = _SPACING_RE.sub("", folded)
+    if squeezed != folded:
+        glued = re.compile(rf"(?:{'|'.join(map(re.escape, prefixes))})_[a-z0-9]{{6,40}}")
+        for match in glued.finditer(squeezed):
+            ref = match.group()
+            prefix, tail = ref.split("_", 1)
+            found.extend([ref, f"{prefix}_{tail[:TAIL_LENGTH]}"] if len(tail) > TAIL_LENGTH else [ref])
+    return list(dict.fromkeys(found))

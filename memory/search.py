@@ -17,6 +17,7 @@ from typing import Any, Literal
 from django.db import connection as db
 from django.db.models.expressions import RawSQL
 
+from memory.query_limits import MAX_TERMS, bounded_query, bounded_rows
 from memory.stopwords import STOP_WORDS
 
 Match = Literal["all", "any"]
@@ -24,7 +25,6 @@ Match = Literal["all", "any"]
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 # "-word" at the start of the query or after a space excludes items with that word.
 _EXCLUDED_RE = re.compile(r"(?:^|(?<=\s))-(\w+)", re.UNICODE)
-MAX_TERMS = 24
 MAX_TERM_LENGTH = 64
 HIGHLIGHT_START = "**"
 HIGHLIGHT_STOP = "**"
@@ -118,7 +118,11 @@ def rank(
     "any" (what agents get) ranks every item holding a word of the query by BM25: rare words
     weigh more than common ones, so items with all the telling words come first, and stop words
     and punctuation do not count. "all" (the console's filter) keeps only items with every word.
+
+    The work is bounded (memory.query_limits): the query is cut to its allowed words and
+    negations, and the statement runs under the per-query time budget (`bounded_rows`).
     """
+    query = bounded_query(query)
     words = keywords(query) if match == "any" else terms(query)
     if not words or not data_classes:
         return []
@@ -210,9 +214,7 @@ def _rank_sqlite(scope: _Scope, fts5_query: str, limit: int, offset: int) -> lis
 
 
 def _hits(sql: str, params: list[Any]) -> list[Hit]:
-    with db.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [Hit(row[0], float(row[1]), row[2]) for row in cursor.fetchall()]
+    return [Hit(row[0], float(row[1]), row[2]) for row in bounded_rows(sql, params)]
 
 
 _HEADLINE_OPTIONS = (
@@ -238,6 +240,7 @@ def headline(query: str) -> RawSQL | None:
     Loading the rows and their excerpts in one statement saves search a round trip; None on
     SQLite, whose excerpts come from the FTS5 table (see `highlight`).
     """
+    query = bounded_query(query)
     if db.vendor != "postgresql" or not terms(query):
         return None
     return RawSQL(  # noqa: S611 - only constants are interpolated; the query is a parameter
@@ -248,6 +251,7 @@ def headline(query: str) -> RawSQL | None:
 
 def highlight(fact_ids: Sequence[int], query: str, *, match: Match = "any") -> dict[int, str]:
     """Excerpts with the matching words marked `**like this**`, for the given (already scoped) ids."""
+    query = bounded_query(query)
     words = keywords(query) if match == "any" else terms(query)
     if not fact_ids or not words:
         return {}

@@ -1,9 +1,10 @@
 """The rules a proposed change must satisfy, shared by propose_memory and the consolidator.
 
 `change_check` is the schema of a change (which op takes which fields) and refuses anything that
-names a protected kind; `signals_find` looks for concrete injection and secret signals in
-everything a proposal would put in front of another agent or a reviewer. Both are pure: no
-database access, so the consolidator can run them over a whole batch cheaply.
+names a protected kind; `proposal_findings` looks for concrete injection and secret signals in
+everything a proposal would put in front of another agent or a reviewer, and for the risk signals
+that hold it for review. Both are pure: no database access, so the consolidator can run them over
+a whole batch cheaply.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.detectors import Signal, normalise, scan
+from memory.detectors import Signal, assess, normalise
+from memory.evidence import FORGED, ref_hazard
 from memory.exceptions import ProtectedTarget
 from memory.models import Kind, Proposal
-from memory.refs import is_ref, refs_mentioned
+from memory.refs import is_ref, refs_cited
 from memory.rules import AGENT_KINDS, MAX_CITATIONS, MAX_TEXT, RETRACTABLE_KINDS, UPDATABLE_KINDS
 from workspaces.exceptions import InvalidRequest
 
@@ -37,6 +39,7 @@ _PROTECTED_WORDS = frozenset(
         "identities",
     }
 )
+_REF_PREFIXES = tuple(Kind.values)
 _LEADING_WORD_RE = re.compile(r"[a-z]+")
 _SCHEME_RE = re.compile(r"^[a-z][a-z0-9+.-]{0,30}:/{0,2}")
 
@@ -150,17 +153,28 @@ def content_digest(*, project_id: int, change: CheckedChange) -> str:
 
 def cited_refs(*, text: str, evidence: Sequence[Mapping[str, Any]], base: str) -> list[str]:
     """Every item ref the proposal cites: its base, evidence refs (also as `unforgetter:REF`) and
-    refs mentioned in evidence or change text. Bounded, so a proposal cannot make lookups costly."""
+    refs mentioned in evidence or change text, in any case, spacing or URL form (`refs_cited`).
+    Bounded, so a proposal cannot make lookups costly."""
     refs: list[str] = [base] if base else []
     for item in evidence:
         ref = str(item.get("ref") or "").strip()
         if ref:
             refs.append(ref.removeprefix("unforgetter:"))
-            refs.extend(refs_mentioned(ref))
-        refs.extend(refs_mentioned(str(item.get("text") or "")))
-    refs.extend(refs_mentioned(text))
+            refs.extend(refs_cited(ref, _REF_PREFIXES))
+        refs.extend(refs_cited(str(item.get("text") or ""), _REF_PREFIXES))
+    refs.extend(refs_cited(text, _REF_PREFIXES))
     # Only what could be one of our refs is looked up ("logs/1.txt" or a URL cannot).
     return [r for r in dict.fromkeys(refs) if is_ref(r)][:MAX_CITATIONS]
+
+
+def forged_evidence(evidence: Iterable[Mapping[str, Any]]) -> str | None:
+    """Why the evidence is no provenance at all (a script or data URI, a cloud metadata address),
+    or None. Such refs are never fetched; a proposal resting on one is rejected."""
+    for index, item in enumerate(evidence):
+        hazard = ref_hazard(str(item.get("ref") or ""))
+        if hazard is not None and hazard[0] == FORGED:
+            return f"evidence[{index}].ref is {hazard[1]}: no honest provenance has one."
+    return None
 
 
 def provenance_present(evidence: Iterable[Mapping[str, Any]]) -> bool:
@@ -168,20 +182,31 @@ def provenance_present(evidence: Iterable[Mapping[str, Any]]) -> bool:
     return any(str(item.get("ref") or "").strip() or str(item.get("text") or "").strip() for item in evidence)
 
 
-def signals_find(*, text: str, evidence: Iterable[Mapping[str, Any]]) -> tuple[str, Signal] | None:
-    """The first injection or secret signal in the change text, then in each evidence ref and text.
+@dataclass(frozen=True)
+class Findings:
+    """What the detectors found in a proposal: the attack that rejects it (where, signal), if any,
+    and the risk signals that hold it for review, each as stored on the proposal."""
 
-    Evidence is scanned too: its refs become the published item's provenance source, and all of it
-    is shown to reviewers. Returns (where, signal).
+    attack: tuple[str, Signal] | None
+    risks: list[dict[str, str]]
+
+
+def proposal_findings(*, text: str, evidence: Iterable[Mapping[str, Any]]) -> Findings:
+    """Concrete attacks in the change text, then in each evidence ref and text; risk signals in the
+    change text (what other agents will read).
+
+    Evidence is scanned for attacks too: its refs become the published item's provenance source,
+    and all of it is shown to reviewers.
     """
-    found = scan(text)
-    if found is not None:
-        return "change.text", found
+    assessment = assess(text)
+    risks = [risk.as_dict("change.text") for risk in assessment.risks]
+    if assessment.attack is not None:
+        return Findings(("change.text", assessment.attack), risks)
     for index, item in enumerate(evidence):
         for field in ("ref", "text"):
             value = item.get(field)
             if value:
-                found = scan(str(value))
+                found = assess(str(value)).attack
                 if found is not None:
-                    return f"evidence[{index}].{field}", found
-    return None
+                    return Findings((f"evidence[{index}].{field}", found), risks)
+    return Findings(None, risks)

@@ -13,6 +13,7 @@ import pytest
 import uvicorn
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.test import override_settings
 
 from memory.services import workspace_open
@@ -50,7 +51,10 @@ def live_server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[L
     overrides.enable()
     from unforgetter.asgi import Router
 
-    config = uvicorn.Config(Router(), host="127.0.0.1", port=port, lifespan="on", log_level="warning")
+    # As documented: the router, not uvicorn, decides whose X-Forwarded-For is believed.
+    config = uvicorn.Config(
+        Router(), host="127.0.0.1", port=port, lifespan="on", log_level="warning", proxy_headers=False
+    )
     server = uvicorn.Server(config)
     with django_db_blocker.unblock():
         thread = threading.Thread(target=server.run, name="live-asgi", daemon=True)
@@ -131,6 +135,12 @@ def mcp_client(live: LiveServer) -> Callable[..., MCPClient]:
 def mode(request: pytest.FixtureRequest) -> str:
     """Run a test once per protocol era."""
     return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_limits() -> None:
+    """Each test starts with no throttle counts: database flushes reuse credential ids."""
+    cache.clear()
 
 
 def pytest_configure() -> None:

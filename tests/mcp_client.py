@@ -53,6 +53,17 @@ class MCPClient:
 
         return asyncio.run(self._with_client(action))
 
+    def instructions(self) -> str | None:
+        """What the server tells an agent about using it (initialize or discovery)."""
+
+        async def action(client: Client) -> str | None:
+            if self.mode == "legacy":
+                return client.instructions
+            discovered = await client.session.send_discover(self.mode)
+            return discovered.get("instructions")
+
+        return asyncio.run(self._with_client(action))
+
     def ok(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """Call a tool that must succeed; return its structured content."""
         result = self.call(tool, arguments)

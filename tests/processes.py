@@ -37,6 +37,7 @@ def process_env(**extra: str) -> dict[str, str]:
             "DJANGO_SETTINGS_MODULE": "unforgetter.settings",
             "UNFORGETTER_TESTING": "1",
             "SECRET_KEY": settings.SECRET_KEY,
+            "LEDGER_KEY": settings.UNFORGETTER["LEDGER_KEY"],
             "CELERY_BROKER_URL": "",
             "LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",

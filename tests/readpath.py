@@ -11,6 +11,7 @@ import httpx2
 import pytest
 from django.core.cache import cache
 
+from memory.context import standing_parts_clear
 from memory.embeddings.index import indexes
 from memory.models import Fact
 from memory.services import fact_create
@@ -60,6 +61,7 @@ def _fresh_bundle_cache() -> None:
     # The vector indexes are cached per project by their newest id, which restarts likewise.
     cache.clear()
     indexes.clear()
+    standing_parts_clear()
 
 
 def rpc_body(method: str, params: dict[str, Any] | None = None, *, request_id: int = 1) -> dict[str, Any]:
@@ -99,8 +101,11 @@ def raw_call(url: str, token: str | None, tool: str, arguments: Any) -> httpx.Re
 def add_item(
     project: Project, text: str, *, kind: str = "fact", data_class: str | None = None, **kw: Any
 ) -> Fact:
-    """A published item in a project, created the way owners and imports create them."""
-    return fact_create(
+    """A published item in a project, created the way owners and imports create them.
+
+    It records no publication, so the standing parts compiled before it are forgotten here.
+    """
+    fact = fact_create(
         project=project,
         kind=kind,
         text=text,
@@ -109,6 +114,8 @@ def add_item(
         data_class=data_class,
         **kw,
     )
+    standing_parts_clear()
+    return fact
 
 
 def all_items(bundle: dict[str, Any]) -> list[dict[str, Any]]:

@@ -3,30 +3,57 @@
 Lifespan and POST /mcp go to the MCP app; GET and DELETE on /mcp are 405 (the server is
 stateless: no SSE stream, no session to delete); everything else goes to Django. With no
 CELERY_BROKER_URL the lifespan also starts and stops the embedded consolidator (memory.worker), so
-one serving process consolidates proposals and keeps freshness current by itself. Each MCP
-request runs in its own ThreadSensitiveContext between Django's request_started and
-request_finished signals, so its database connection is returned when it ends.
+one serving process consolidates proposals and keeps freshness current by itself. An MCP
+request's database work runs in the process's request threads (mcpbridge.threads), which return
+or keep its connection at the end of each unit: no thread, connection or signal hop per request.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 import django
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from asgiref.sync import sync_to_async
 from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "unforgetter.settings")
 django.setup()
 
-from django.core import signals  # noqa: E402
+from django.conf import settings  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 
 from mcpbridge.asgi import build_mcp_app  # noqa: E402
 from memory.worker import embedded_start, embedded_stop  # noqa: E402
+from workspaces.net import client_address  # noqa: E402
 
 MCP_PATH = "/mcp"
+
+
+def behind_proxies(scope: Scope) -> Scope:
+    """The scope with the real client address and scheme when the peer is a trusted proxy.
+
+    Only TRUSTED_PROXIES (none by default) are believed about X-Forwarded-For and
+    X-Forwarded-Proto; uvicorn runs with --no-proxy-headers so this is the one place that decides
+    (its default believes any loopback peer). Throttles, audit and the request log all read the
+    address from here.
+    """
+    if scope["type"] != "http" or scope.get("client") is None or not settings.TRUSTED_PROXIES:
+        return scope
+    peer, port = scope["client"] or ("", 0)
+    headers: dict[bytes, str] = {}
+    for name, value in scope["headers"]:
+        if name in (b"x-forwarded-for", b"x-forwarded-proto"):
+            joined = headers.get(name, "")
+            headers[name] = f"{joined},{value.decode('latin-1')}" if joined else value.decode("latin-1")
+    address = client_address(peer, headers.get(b"x-forwarded-for"), settings.TRUSTED_PROXIES)
+    if address == peer:
+        return scope
+    changed: dict[str, Any] = {"client": (address, port)}
+    proto = headers.get(b"x-forwarded-proto", "").split(",")[-1].strip().lower()
+    if proto in ("http", "https"):
+        changed["scheme"] = proto
+    return cast(Scope, {**scope, **changed})
 
 
 async def _method_not_allowed(send: ASGISendCallable) -> None:
@@ -55,11 +82,12 @@ class Router:
         if scope["type"] == "lifespan":
             await self._lifespan(scope, receive, send)
             return
+        scope = behind_proxies(scope)
         if scope["type"] == "http" and scope["path"] in (MCP_PATH, MCP_PATH + "/"):
             if scope["method"] != "POST":
                 await _method_not_allowed(send)
                 return
-            await self._serve_mcp({**scope, "path": MCP_PATH}, receive, send)
+            await self.mcp_app({**scope, "path": MCP_PATH}, receive, send)  # type: ignore[arg-type]
             return
         await self.django_app(scope, receive, send)  # type: ignore[arg-type]
 
@@ -73,14 +101,6 @@ class Router:
             return message
 
         await self.mcp_app(scope, observed_receive, send)  # type: ignore[arg-type]
-
-    async def _serve_mcp(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
-        async with ThreadSensitiveContext():
-            await signals.request_started.asend(sender=Router, scope=scope)
-            try:
-                await self.mcp_app(scope, receive, send)  # type: ignore[arg-type]
-            finally:
-                await signals.request_finished.asend(sender=Router)
 
 
 application = Router()

@@ -15,6 +15,9 @@ import django_stubs_ext
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from workspaces.keys import install_keys
+from workspaces.net import parse_networks
+
 # Django's generic classes (ModelAdmin[Model], QuerySet[Model], ...) subscriptable at run time,
 # as the type annotations write them.
 django_stubs_ext.monkeypatch()
@@ -27,14 +30,22 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 DEBUG = env.bool("DEBUG", default=False)
 TESTING = env.bool("UNFORGETTER_TESTING", default=False)
 
-_DEV_SECRET = "dev-only-insecure-secret-key-change-me-0123456789abcdef"  # noqa: S105
 # The public origin the server is reached at; the MCP resource identifier and the OAuth issuer
-# are derived from it, so it must be exactly what clients type.
-PUBLIC_URL = env.str("PUBLIC_URL", default="http://127.0.0.1:8000").rstrip("/")
+# are derived from it, so it must be exactly what clients type. Unset, it is the loopback
+# address on PORT (the port `make run` serves on), so the printed URLs are the served ones.
+PORT = env.int("PORT", default=8000)
+PUBLIC_URL = env.str("PUBLIC_URL", default=f"http://127.0.0.1:{PORT}").rstrip("/")
 _public = urlsplit(PUBLIC_URL)
 if _public.scheme not in ("http", "https") or not _public.hostname:
     raise ImproperlyConfigured(f"PUBLIC_URL must be an http(s) origin, got {PUBLIC_URL!r}.")
 MCP_RESOURCE_URL = f"{PUBLIC_URL}/mcp"
+
+# The reverse proxies (addresses or CIDR blocks) whose X-Forwarded-For and X-Forwarded-Proto are
+# believed, for throttles, audit and logs; none by default. Serve with uvicorn --no-proxy-headers.
+try:
+    TRUSTED_PROXIES = parse_networks(env.list("TRUSTED_PROXIES", default=[]))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"TRUSTED_PROXIES: {exc}") from exc
 
 ALLOWED_HOSTS = env.list(
     "ALLOWED_HOSTS", default=[_public.hostname, "127.0.0.1", "localhost", "[::1]", "testserver"]
@@ -115,13 +126,29 @@ else:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# --- Keys -------------------------------------------------------------------------------------
+# SECRET_KEY signs sessions and encrypts cursors; LEDGER_KEY keys the proposal ledger's HMAC chain.
+# Neither has a default in the repository. From the environment when set (a fleet: required on
+# PostgreSQL); otherwise the install's own random keys, generated on first run into a 0600 file
+# beside the SQLite database (or KEYS_FILE). Each key takes *_FALLBACKS for rotation.
+_EMBEDDED = _db["ENGINE"] == "django.db.backends.sqlite3"
 SECRET_KEY = env.str("SECRET_KEY", default="")
-if not SECRET_KEY:
-    # The embedded default (SQLite) runs on one machine: a fixed key keeps sessions and signed
-    # cursors valid across restarts there. A deployment on PostgreSQL must set its own.
-    if _db["ENGINE"] != "django.db.backends.sqlite3" and not (DEBUG or TESTING):
-        raise ImproperlyConfigured("SECRET_KEY must be set when running on PostgreSQL.")
-    SECRET_KEY = _DEV_SECRET
+_ledger_key = env.str("LEDGER_KEY", default="")
+if not (SECRET_KEY and _ledger_key):
+    if not (_EMBEDDED or DEBUG or TESTING):
+        raise ImproperlyConfigured(
+            "SECRET_KEY and LEDGER_KEY must be set in the environment when running on PostgreSQL "
+            "(generate each with: python -c 'import secrets; print(secrets.token_urlsafe(48))')."
+        )
+    _beside = f"{_db['NAME']}.keys" if _EMBEDDED and _db["NAME"] != ":memory:" else BASE_DIR / "var" / "keys"
+    KEYS_FILE = Path(env.str("KEYS_FILE", default=str(_beside)))
+    try:
+        _installed = install_keys(KEYS_FILE)
+    except (OSError, ValueError) as exc:
+        raise ImproperlyConfigured(f"Cannot read or create the key file: {exc}") from exc
+    SECRET_KEY = SECRET_KEY or _installed["SECRET_KEY"]
+    _ledger_key = _ledger_key or _installed["LEDGER_KEY"]
+SECRET_KEY_FALLBACKS = env.list("SECRET_KEY_FALLBACKS", default=[])
 
 # --- Cache ------------------------------------------------------------------------------------
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://unforgetter")}
@@ -136,6 +163,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Sign-in throttling (workspaces.login): failures per account and per address before a lockout.
+LOGIN_FAILURES_PER_ACCOUNT = env.int("LOGIN_FAILURES_PER_ACCOUNT", default=10)
+LOGIN_FAILURES_PER_ADDRESS = env.int("LOGIN_FAILURES_PER_ADDRESS", default=50)
+LOGIN_LOCKOUT = timedelta(seconds=env.int("LOGIN_LOCKOUT_SECONDS", default=15 * 60))
 LOGIN_URL = "/console/login/"
 LOGIN_REDIRECT_URL = "/console/"
 LOGOUT_REDIRECT_URL = "/console/login/"
@@ -266,6 +297,8 @@ UNFORGETTER = {
     "EMBEDDINGS_MODEL": env.str("EMBEDDINGS_MODEL", default="text-embedding-3-small"),
     "EMBEDDINGS_API_KEY": env.str("EMBEDDINGS_API_KEY", default=""),
     "CURSOR_TTL": timedelta(seconds=env.int("CURSOR_TTL_SECONDS", default=15 * 60)),
+    # The longest one ranking statement may run (memory.query_limits; 0: no limit).
+    "SEARCH_STATEMENT_TIMEOUT_MS": env.int("SEARCH_STATEMENT_TIMEOUT_MS", default=2000),
     # credentials
     "TOKEN_DEFAULT_TTL": timedelta(days=env.int("TOKEN_DEFAULT_TTL_DAYS", default=90)),
     "LAST_USED_RESOLUTION": timedelta(seconds=60),
@@ -279,14 +312,24 @@ UNFORGETTER = {
     # How often the heartbeat looks for workspaces due a publication (Celery beat and embedded).
     "HEARTBEAT_TICK": timedelta(seconds=env.float("HEARTBEAT_TICK_SECONDS", default=5.0)),
     "CONSOLIDATION_BATCH": env.int("CONSOLIDATION_BATCH", default=250),
-    # The key of the proposal ledger's HMAC chain; empty: derived from SECRET_KEY with its own salt.
-    # Set it explicitly to keep the ledger verifiable across a SECRET_KEY rotation.
-    "LEDGER_KEY": env.str("LEDGER_KEY", default=""),
+    # The key of the proposal ledger's HMAC chain (see Keys above), independent of SECRET_KEY;
+    # retired ledger keys stay in LEDGER_KEY_FALLBACKS so proposals attested with them verify.
+    "LEDGER_KEY": _ledger_key,
+    "LEDGER_KEY_FALLBACKS": env.list("LEDGER_KEY_FALLBACKS", default=[]),
+    # Every agent call (MCP tools, REST): calls a credential may start per second (shared through
+    # the cache) and have in flight per serving process; over either: rate_limited (0: off). The
+    # rate is off by default under tests, whose scripted clients call far faster than agents; the
+    # tests of the limits switch it on.
+    "CREDENTIAL_CALLS_PER_SECOND": env.int("CREDENTIAL_CALLS_PER_SECOND", default=0 if TESTING else 20),
+    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=8),
     # propose_memory calls allowed per connection per minute (0: unlimited).
     "PROPOSE_RATE_PER_MINUTE": env.int("PROPOSE_RATE_PER_MINUTE", default=0),
     # MCP transport: hosts and browser origins allowed to reach /mcp (DNS-rebinding protection)
     "MCP_ALLOWED_HOSTS": env.list("MCP_ALLOWED_HOSTS", default=[]),
     "MCP_ALLOWED_ORIGINS": env.list("MCP_ALLOWED_ORIGINS", default=[]),
+    # Threads per process running MCP requests' database work (mcpbridge.threads); at most
+    # DB_POOL_MAX on PostgreSQL, so the console and the consolidator still find a connection.
+    "MCP_REQUEST_THREADS": env.int("MCP_REQUEST_THREADS", default=8),
 }
 
 LOGGING = {

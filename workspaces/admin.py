@@ -10,12 +10,14 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from workspaces.login import ThrottledAdminAuthenticationForm
 from workspaces.models import AuditEvent, Connection, Membership, Project, TrustZone, Workspace
 from workspaces.services import connection_revoke, zone_update
 
 admin.site.site_header = "Unforgetter administration"
 admin.site.site_title = "Unforgetter admin"
 admin.site.index_title = "Superuser tools (owners use the console at /console/)"
+admin.site.login_form = ThrottledAdminAuthenticationForm  # the console's sign-in throttle
 admin.site.enable_nav_sidebar = False  # the changelists are wide; the sidebar squeezed their columns
 
 
@@ -29,8 +31,8 @@ class MembershipInline(admin.TabularInline[Membership, Workspace]):
 class TrustZoneInline(admin.TabularInline[TrustZone, Workspace]):
     model = TrustZone
     extra = 0
-    fields = ["name", "trust", "max_token_ttl"]
-    readonly_fields = ["name", "trust", "max_token_ttl"]
+    fields = ["name", "trust", "max_token_ttl", "review"]
+    readonly_fields = ["name", "trust", "max_token_ttl", "review"]
     can_delete = False
     show_change_link = True
 
@@ -58,18 +60,24 @@ class ProjectAdmin(admin.ModelAdmin[Project]):
 
 @admin.register(TrustZone)
 class TrustZoneAdmin(admin.ModelAdmin[TrustZone]):
-    list_display = ["name", "workspace", "trust", "max_token_ttl"]
-    list_filter = ["trust", "workspace"]
+    list_display = ["name", "workspace", "trust", "max_token_ttl", "review"]
+    list_filter = ["trust", "review", "workspace"]
     search_fields = ["name", "workspace__slug"]
     list_select_related = ["workspace"]
-    fields = ["workspace", "name", "trust", "max_token_ttl"]
+    fields = ["workspace", "name", "trust", "max_token_ttl", "review"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return ["workspace", "name"] if obj is not None else []
 
     def save_model(self, request: HttpRequest, obj: TrustZone, form: Any, change: bool) -> None:
         if change:
-            zone_update(zone=obj, trust=obj.trust, max_token_ttl=obj.max_token_ttl, edited_by=request.user)  # type: ignore[arg-type]
+            zone_update(
+                zone=obj,
+                trust=obj.trust,
+                max_token_ttl=obj.max_token_ttl,
+                review=obj.review,
+                edited_by=request.user,  # type: ignore[arg-type]
+            )
         else:
             super().save_model(request, obj, form, change)
 

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register
 
+from workspaces.keys import key_weakness
 from workspaces.net import is_loopback_host
 
 
@@ -40,4 +41,40 @@ def check_product_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
         value = settings.UNFORGETTER.get(key)
         if not isinstance(value, int) or value <= 0:
             errors.append(Error(f"UNFORGETTER[{key!r}] must be a positive integer.", id="unforgetter.E002"))
+    return errors
+
+
+@register()
+def check_keys(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """A public, short or repetitive SECRET_KEY or LEDGER_KEY is an error outside tests.
+
+    With either, anyone could forge session cookies, search cursors or ledger attestations.
+    """
+    if settings.TESTING:
+        return []
+    keys = {
+        "SECRET_KEY": settings.SECRET_KEY,
+        "LEDGER_KEY": settings.UNFORGETTER["LEDGER_KEY"],
+        **{f"SECRET_KEY_FALLBACKS[{i}]": key for i, key in enumerate(settings.SECRET_KEY_FALLBACKS)},
+    }
+    errors: list[CheckMessage] = []
+    for name, value in keys.items():
+        weakness = key_weakness(value)
+        if weakness:
+            errors.append(
+                Error(
+                    f"{name} must not be used: {weakness}.",
+                    hint="Unset it to use this install's generated key file, or set a new random value: "
+                    "python -c 'import secrets; print(secrets.token_urlsafe(48))'. See README, Keys.",
+                    id="unforgetter.E003",
+                )
+            )
+    if settings.UNFORGETTER["LEDGER_KEY"] == settings.SECRET_KEY:
+        errors.append(
+            Error(
+                "LEDGER_KEY must differ from SECRET_KEY.",
+                hint="The ledger must stay verifiable when SECRET_KEY is rotated.",
+                id="unforgetter.E004",
+            )
+        )
     return errors

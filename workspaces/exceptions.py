@@ -8,7 +8,9 @@ are in `memory.exceptions`, in this same hierarchy.
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired
+
+from typing_extensions import TypedDict  # pydantic reads it (output schemas) before 3.12
 
 
 class ErrorBody(TypedDict):
@@ -17,6 +19,8 @@ class ErrorBody(TypedDict):
     code: str
     message: str
     action: str
+    # Seconds to wait before retrying (rate_limited only).
+    retry_after: NotRequired[int]
 
 
 class UnforgetterError(Exception):
@@ -58,9 +62,18 @@ class UnknownProject(UnforgetterError):
 
 
 class RateLimited(UnforgetterError):
+    """A limit was reached; `retry_after` says how many seconds to wait (also the HTTP Retry-After)."""
+
     code = "rate_limited"
-    action = "Wait a few seconds, then retry."
+    action = "Wait retry_after seconds, then retry."
     http_status = 429
+
+    def __init__(self, message: str, *, action: str | None = None, retry_after: int = 1) -> None:
+        super().__init__(message, action=action)
+        self.retry_after = max(int(retry_after), 1)
+
+    def as_dict(self) -> ErrorBody:
+        return {**super().as_dict(), "retry_after": self.retry_after}
 
 
 class NotFound(UnforgetterError):

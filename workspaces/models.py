@@ -99,11 +99,24 @@ class TrustZone(models.Model):
         STANDARD = "standard", "Standard"
         LOW = "low", "Low"
 
+    class Review(models.TextChoices):
+        """Which of the zone's proposals wait for an owner (tainted ones always do)."""
+
+        SIGNALS = "signals", "Hold proposals with risk signals"
+        ALL = "all", "Hold every proposal"
+        ATTACKS = "attacks", "Publish risk signals; reject only concrete attacks"
+
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="zones")
     name = models.SlugField(max_length=64)
     trust = models.CharField(max_length=16, choices=Trust.choices, default=Trust.STANDARD)
     max_token_ttl = models.DurationField(
         null=True, blank=True, help_text="Longest lifetime a credential in this zone may have; empty: no cap."
+    )
+    review = models.CharField(
+        max_length=16,
+        choices=Review.choices,
+        default=Review.SIGNALS,
+        help_text="Which untainted proposals from this zone wait for review; tainted ones always do.",
     )
 
     class Meta:

@@ -60,8 +60,8 @@ class ProtectedResourceMetadataView(OAuthProtectedResourceMetadataView):
 
 
 def _client_address(request: HttpRequest) -> str:
-    # uvicorn rewrites the client address from X-Forwarded-For only for trusted proxies
-    # (--forwarded-allow-ips), so REMOTE_ADDR is the address to throttle on.
+    # The ASGI router sets the client address from X-Forwarded-For only for TRUSTED_PROXIES
+    # (uvicorn runs with --no-proxy-headers), so REMOTE_ADDR is the address to throttle on.
     return str(request.META.get("REMOTE_ADDR") or "unknown")
 
 

@@ -320,20 +320,33 @@ def connection_touch(*, connection: Connection, now: datetime) -> None:
 
 @transaction.atomic
 def zone_update(
-    *, zone: TrustZone, trust: str, max_token_ttl: timedelta | None, edited_by: User | None = None
+    *,
+    zone: TrustZone,
+    trust: str,
+    max_token_ttl: timedelta | None,
+    review: str | None = None,
+    edited_by: User | None = None,
 ) -> TrustZone:
+    """Change a zone's trust, token lifetime cap and review policy (`review` None: unchanged)."""
     if trust not in TrustZone.Trust.values:
         raise InvalidRequest(f"Unknown trust level {trust!r}.")
+    if review is not None and review not in TrustZone.Review.values:
+        raise InvalidRequest(f"Unknown review policy {review!r}.")
     zone.trust = trust
     zone.max_token_ttl = max_token_ttl
-    zone.save(update_fields=["trust", "max_token_ttl"])
+    zone.review = review or zone.review
+    zone.save(update_fields=["trust", "max_token_ttl", "review"])
     audit_record(
         workspace=zone.workspace,
         action=AuditEvent.Action.ZONE_EDIT,
         actor=getattr(edited_by, "username", "") or "operator",
         user=edited_by,
         target=zone.name,
-        detail={"trust": trust, "max_token_ttl": max_token_ttl.total_seconds() if max_token_ttl else None},
+        detail={
+            "trust": trust,
+            "max_token_ttl": max_token_ttl.total_seconds() if max_token_ttl else None,
+            "review": zone.review,
+        },
     )
     return zone
 

@@ -130,7 +130,8 @@ def zones(request: HttpRequest, console: Console) -> HttpResponse:
         (
             zone,
             ZoneForm(
-                initial={"trust": zone.trust, "max_token_ttl": zone.max_token_ttl}, prefix=f"z{zone.pk}"
+                initial={"trust": zone.trust, "max_token_ttl": zone.max_token_ttl, "review": zone.review},
+                prefix=f"z{zone.pk}",
             ),
         )
         for zone in rows
@@ -148,6 +149,7 @@ def zone_edit(request: HttpRequest, console: Console, pk: int) -> HttpResponse:
                 zone=zone,
                 trust=form.cleaned_data["trust"],
                 max_token_ttl=form.cleaned_data["max_token_ttl"],
+                review=form.cleaned_data["review"] or None,
                 edited_by=console.user,
             )
             messages.success(request, f"Saved the {zone.name} zone.")

@@ -1,10 +1,11 @@
 """The context compiler: a bounded bundle of what an agent needs for one task in one project.
 
-`compile` builds the sections; `serve` caches them per publication, records them for audit and
-adds freshness and identity.
+`compile` builds the sections (the task-independent part kept per content version by
+`standing`); `serve` caches them per publication, records them for audit and adds freshness and
+identity.
 """
 
-from memory.context.compile import compile_bundle, item_payload
+from memory.context.compile import compile_bundle, item_payload, standing_parts_clear
 from memory.context.serve import context_for_agent
 
-__all__ = ["compile_bundle", "context_for_agent", "item_payload"]
+__all__ = ["compile_bundle", "context_for_agent", "item_payload", "standing_parts_clear"]

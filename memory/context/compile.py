@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 
+import numpy as np
 from django.conf import settings
 
 from memory import search
 from memory.context.duplicates import NearDuplicates
+from memory.context.standing import StandingCache, standing_key
 from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, Sections
-from memory.embeddings.index import VectorIndex
 from memory.models import Fact, Kind, State
 from memory.retrieval import Ranked, hybrid_rank, project_vectors
 from memory.selectors import agent_facts
@@ -50,6 +52,7 @@ _ITEM_FIELDS = (
     "source",
     "source_date",
     "actor",
+    "origin",
     "created_at",
 )
 
@@ -128,6 +131,26 @@ def _standing(scope: AgentScope, project: Project) -> _Standing:
     )
 
 
+_standing_parts: StandingCache[_Standing] = StandingCache()
+
+
+def standing_part(scope: AgentScope, project: Project, version: int | None) -> _Standing:
+    """The task-independent part, compiled once per (project, content version, visible classes).
+
+    `version` None (no publication to key it by) compiles it afresh.
+    """
+    if version is None:
+        return _standing(scope, project)
+    return _standing_parts.get_or_compile(
+        standing_key(scope, project, version), lambda: _standing(scope, project)
+    )
+
+
+def standing_parts_clear() -> None:
+    """Forget every compiled standing part of this process (for writes that bypass publication)."""
+    _standing_parts.clear()
+
+
 RECENT_WHY = "recent in this project"
 OPEN_WHY = "is open"
 
@@ -136,6 +159,20 @@ OPEN_WHY = "is open"
 class _Ranked:
     facts: list[tuple[Fact, str]]
     methods: list[tuple[Fact, str]]
+    # The stored vectors of the ranked items, to tell near-duplicates apart (empty without any).
+    vectors: dict[int, np.ndarray] = field(default_factory=dict)
+
+
+class Ranking(Protocol):
+    """The task-specific part: facts (each with why it was chosen) and methods, best first.
+
+    It gets the standing part's newest facts (`recent`) to rank beside its own matches; it must
+    read only through the scope (`agent_facts`, or a ranking filtered by `visible_classes`).
+    """
+
+    def __call__(
+        self, scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Fact]
+    ) -> _Ranked: ...
 
 
 def _strong(hits: list[search.Hit]) -> list[search.Hit]:
@@ -157,19 +194,13 @@ def _why(hit: Ranked) -> str:
     return "matches words of the task" if hit.lexical else "is close in meaning to the task"
 
 
-def _ranked(
-    scope: AgentScope,
-    project: Project,
-    task: str,
-    now: datetime,
-    recent: list[Fact],
-    vectors: VectorIndex | None,
-) -> _Ranked:
+def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Fact]) -> _Ranked:
     """Facts, decisions and conventions best first, and methods, each with why it was chosen.
 
     One hybrid ranking (memory.retrieval: words and meaning, fused) scores facts and methods
     together, and one fetch loads every chosen row: the rows, not the ranking, are the costly part.
     """
+    vectors = project_vectors(project.pk)
     hits = hybrid_rank(
         items=agent_facts(scope, project),
         project_id=project.pk,
@@ -203,6 +234,7 @@ def _ranked(
     return _Ranked(
         facts=[(f, why.get(f.pk, RECENT_WHY)) for f in ordered],
         methods=[(rows[i], why[i]) for i in method_ids if i in rows],
+        vectors=vectors.vectors_of(rows) if vectors else {},
     )
 
 
@@ -227,14 +259,26 @@ def _fill(
             )
 
 
-def compile_bundle(scope: AgentScope, project: Project, task: str, now: datetime) -> CompiledBundle:
-    """The bundle's sections, without freshness and identity (which belong to each serving)."""
+def compile_bundle(
+    scope: AgentScope,
+    project: Project,
+    task: str,
+    now: datetime,
+    *,
+    version: int | None = None,
+    ranking: Ranking | None = None,
+) -> CompiledBundle:
+    """The bundle's sections, without freshness and identity (which belong to each serving).
+
+    The standing part comes from `standing_part` (kept per content `version`); only `ranking`
+    (the task-specific part, `_ranked` by default) runs for each new task.
+    """
     limits = settings.UNFORGETTER
     budget = _Budget(items=limits["CONTEXT_MAX_ITEMS"], chars=limits["CONTEXT_MAX_CHARS"])
     served: list[str] = []
     pointers: list[Pointer] = []
 
-    standing = _standing(scope, project)
+    standing = standing_part(scope, project, version)
     # Protected items are always included; they spend the budget first.
     policies = standing.policies
     for fact in policies:
@@ -242,12 +286,8 @@ def compile_bundle(scope: AgentScope, project: Project, task: str, now: datetime
         budget.chars -= len(fact.text)
         served.append(fact.ref)
 
-    vectors = project_vectors(project.pk)
-    ranked = _ranked(scope, project, task, now, standing.recent, vectors)
-    candidates = (
-        [f.pk for f, _ in ranked.facts] + [t.pk for t in standing.threads] + [m.pk for m, _ in ranked.methods]
-    )
-    duplicates = NearDuplicates(vectors.vectors_of(candidates) if vectors else {})
+    ranked = (ranking or _ranked)(scope, project, task, now, standing.recent)
+    duplicates = NearDuplicates(ranked.vectors)
     # Facts alone would fill any budget in a large project: each section keeps room for the first
     # few items of the sections after it (the newest open threads, the best methods).
     thread_room = standing.threads[:RESERVED_THREADS]

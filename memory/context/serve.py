@@ -41,7 +41,7 @@ def context_for_agent(*, scope: AgentScope, project: Project, task: str) -> Bund
     cache_key = f"unforgetter:context:{context_id}"
     bundle: CompiledBundle | None = cache.get(cache_key)
     if bundle is None:
-        bundle = compile_bundle(scope, project, task, now)
+        bundle = compile_bundle(scope, project, task, now, version=version if publication else None)
         context_request_record(
             context_id=context_id,
             scope=scope,

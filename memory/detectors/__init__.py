@@ -1,6 +1,7 @@
-"""Concrete prompt-injection and secret signals for proposed memory items.
+"""Concrete prompt-injection and secret signals, and risk signals, for proposed memory items.
 
-The consolidator calls :func:`scan` on every proposal before publishing it. The package is pure
+The consolidator calls :func:`assess` on every proposal before publishing it: a concrete attack or
+secret rejects the proposal, a risk signal holds it for the owner's review. The package is pure
 Python (standard library only, no Django) so it runs in any worker and is tested in isolation.
 What is flagged and why, the false-positive rules, known limits and the performance budget are
 written up in ``docs/detectors.md``.
@@ -8,14 +9,63 @@ written up in ``docs/detectors.md``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from memory.detectors.injection import find_injection
-from memory.detectors.normalisation import normalise
-from memory.detectors.secrets import find_secret
+from memory.detectors.normalisation import View, normalise, prepare
+from memory.detectors.obfuscation import find_obfuscated
+from memory.detectors.quoting import quoted_example
+from memory.detectors.risk import Risk, find_risks, find_token_risks
+from memory.detectors.secrets import find_secret, secret_spans
 from memory.detectors.signal import Signal
 
-__all__ = ["Signal", "find_injection", "find_secret", "normalise", "scan"]
+__all__ = [
+    "Assessment",
+    "Risk",
+    "Signal",
+    "assess",
+    "find_injection",
+    "find_secret",
+    "normalise",
+    "scan",
+    "secret_spans",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    """What the detectors make of one text: a concrete attack (or secret), and risk signals."""
+
+    attack: Signal | None
+    risks: tuple[Risk, ...]
 
 
 def scan(text: str) -> Signal | None:
     """Return the first injection signal, else the first secret signal, else ``None``."""
     return find_injection(text) or find_secret(text)
+
+
+def _injection(text: str, view: View) -> Signal | None:
+    return find_injection(text) or find_obfuscated(text, view, find_injection)
+
+
+def assess(text: str) -> Assessment:
+    """Concrete attack first (injection, also once decoded; then a secret), and every risk signal.
+
+    An injection that only appears inside quotes or code, in a text that frames it as an example
+    (a threat model, a tokenizer's special tokens, a JSON-RPC sample), is held as a risk
+    (`quoted_attack`) rather than rejected: quoted, it is still worth a look, but not a refusal.
+    """
+    view = prepare(text)
+    attack = _injection(text, view)
+    risks = find_risks(text, view)
+    if attack is not None and attack.label != "hidden_unicode":
+        excerpt = quoted_example(text, view, lambda t: _injection(t, prepare(t)) is not None)
+        if excerpt is not None:
+            risks.insert(
+                0, Risk("quoted_attack", f"Quotes an attack as an example: {attack.detail}", excerpt)
+            )
+            attack = None
+    attack = attack or find_secret(text)
+    risks.extend(find_token_risks(text))
+    return Assessment(attack, tuple(risks))

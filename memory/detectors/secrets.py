@@ -8,7 +8,7 @@ and references to the environment are not secrets. The list is in ``docs/detecto
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -62,6 +62,15 @@ def _slack_token(value: str) -> bool:
     return len(value) >= 20 and _token_like(value[5:])
 
 
+def _strong_password(value: str) -> bool:
+    """Three of lower, upper, digit and symbol, and not a placeholder: a password, not a word."""
+    classes = (
+        any(c.islower() for c in value) + any(c.isupper() for c in value) + any(c.isdigit() for c in value)
+        + any(not c.isalnum() for c in value)
+    )  # fmt: skip
+    return classes >= 3 and not _is_placeholder(value)
+
+
 def _pem_body(value: str) -> bool:
     body = value.split("-----", 2)[-1].replace("\\n", "").replace("\\r", "")
     return not _is_placeholder(body.strip())
@@ -84,18 +93,28 @@ class _SecretRule:
     validate: Callable[[str], bool] = _not_placeholder
     needles: tuple[str, ...] = ()
 
-    def find(self, text: str, lowered: str) -> bool:
+    def spans(self, text: str, lowered: str) -> Iterator[tuple[int, int]]:
+        """Where each secret value this rule finds starts and ends (the whole match if unnamed)."""
         if self.needles and not any(needle in lowered for needle in self.needles):
-            return False
+            return
+        group = "v" if "v" in self.pattern.groupindex else 0
         for match in self.pattern.finditer(text):
-            value = match.group("v") if "v" in self.pattern.groupindex else match.group()
-            if self.validate(value):
-                return True
-        return False
+            if self.validate(match.group(group)):
+                yield match.span(group)
 
 
 _ROTATE: Final = "remove it from the memory item and rotate it."
 _SECRET_RULES: Final = (
+    _SecretRule(
+        re.compile(
+            r"(?i:creds?|credentials|login|user(?:name)?\s{0,2}(?:/|and)\s{0,2}pass(?:word)?)\s{0,3}[:=]\s{0,3}"
+            r"[^\s/:,;]{1,64}\s{0,3}[/:]\s{0,3}(?P<v>[^\s,;]{8,128})"
+        ),
+        "password",
+        f"Contains a user name and password pair; {_ROTATE}",
+        _strong_password,
+        needles=("cred", "login", "user"),
+    ),
     _SecretRule(
         re.compile(
             r"-----BEGIN (?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)?-----(?:\s|\\[nr]){0,8}"
@@ -270,7 +289,7 @@ def _assignment_is_secret(text: str, key: str, match: re.Match[str]) -> bool:
     return True
 
 
-def _find_assignment(text: str, lowered: str) -> Signal | None:
+def _assignment_spans(text: str, lowered: str) -> Iterator[tuple[int, int, Signal]]:
     if len(lowered) != len(text):  # a few characters change length when lower-cased ("İ")
         lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
     seen: set[tuple[str, str]] = set()  # repeated snippets are judged once
@@ -287,24 +306,27 @@ def _find_assignment(text: str, lowered: str) -> Signal | None:
             seen.add((key, match.group()))
             if not _assignment_is_secret(text, key, match):
                 continue
-            if key in _PASSWORD_KEYS:
-                return Signal(
-                    KIND_SECRET,
-                    "password",
-                    "Assigns a literal password; keep it in a secret manager instead.",
-                )
-            return Signal(
-                KIND_SECRET,
-                "api_key",
-                "Assigns a literal secret or API key; keep it in a secret manager instead.",
-            )
-    return None
+            start, end = match.span("qv") if match.group("qv") is not None else match.span("uv")
+            yield start, end, _PASSWORD_SIGNAL if key in _PASSWORD_KEYS else _ASSIGNED_KEY_SIGNAL
+
+
+_PASSWORD_SIGNAL: Final = Signal(
+    KIND_SECRET, "password", "Assigns a literal password; keep it in a secret manager instead."
+)
+_ASSIGNED_KEY_SIGNAL: Final = Signal(
+    KIND_SECRET, "api_key", "Assigns a literal secret or API key; keep it in a secret manager instead."
+)
+
+
+def secret_spans(text: str) -> Iterator[tuple[int, int, Signal]]:
+    """Every secret value in ``text``: (start, end, signal), rule by rule, for redaction."""
+    lowered = text.lower()
+    for rule in _SECRET_RULES:
+        for start, end in rule.spans(text, lowered):
+            yield start, end, Signal(KIND_SECRET, rule.label, rule.detail)
+    yield from _assignment_spans(text, lowered)
 
 
 def find_secret(text: str) -> Signal | None:
     """Return the first secret signal in ``text``, or ``None``."""
-    lowered = text.lower()
-    for rule in _SECRET_RULES:
-        if rule.find(text, lowered):
-            return Signal(KIND_SECRET, rule.label, rule.detail)
-    return _find_assignment(text, lowered)
+    return next((signal for _, _, signal in secret_spans(text)), None)

@@ -6,7 +6,9 @@ Invariants kept here and nowhere else:
   same transaction as the batch's effects and status changes: a batch happens once or not at all.
 - A published item carries its proposal's taint (an update: the worse of that and the old
   version's); nothing lowers it.
-- Only status, reason and decided_at of a proposal change here.
+- Only status, reason, decided_at and the signals found of a proposal change here.
+- A proposal with a risk signal is held for review, whatever its zone's trust, unless its zone's
+  policy publishes risk signals (`TrustZone.Review.ATTACKS`); a concrete attack is rejected.
 """
 
 from __future__ import annotations
@@ -23,14 +25,16 @@ from memory.models import Fact, Kind, Proposal, State, Taint, Watermark
 from memory.refs import new_ref
 from memory.services.facts import project_touch
 from memory.services.publishing import publication_record
+from memory.services.taint_prints import prints_record
 from memory.validation import (
     change_check,
+    forged_evidence,
+    proposal_findings,
     provenance_present,
-    signals_find,
     target_kind_check,
 )
 from workspaces.exceptions import UnforgetterError
-from workspaces.models import Project, Workspace
+from workspaces.models import Project, TrustZone, Workspace
 from workspaces.scope import AgentScope
 from workspaces.selectors import agent_scopes
 
@@ -67,10 +71,25 @@ class ConsolidationReport:
 
 
 class Rejection(Exception):
-    def __init__(self, reason: str, detail: str) -> None:
+    def __init__(self, reason: str, detail: str, signals: list[dict[str, str]] | None = None) -> None:
         super().__init__(detail)
         self.reason = reason
         self.detail = detail[:500]
+        self.signals = signals or []
+
+
+# Rejections that judge what is proposed, not when or by whom: a repeat of the same content is
+# refused for them. A change refused for a stale base, a revoked credential or missing evidence
+# may be proposed again once that is fixed.
+_CONTENT_REASONS = frozenset(
+    {
+        Proposal.Reason.INJECTION,
+        Proposal.Reason.SECRET,
+        Proposal.Reason.REVIEWER,
+        Proposal.Reason.PREVIOUSLY_REJECTED,
+        Proposal.Reason.PROTECTED_TARGET,
+    }
+)
 
 
 class _Batch:
@@ -86,8 +105,16 @@ class _Batch:
         digests = {p.content_digest for p in proposals}
         self.rejected = set(
             Proposal.objects.filter(
-                workspace=workspace, status=Proposal.Status.REJECTED, content_digest__in=digests
+                workspace=workspace,
+                status=Proposal.Status.REJECTED,
+                reason__in=_CONTENT_REASONS,
+                content_digest__in=digests,
             ).values_list("content_digest", flat=True)
+        )
+        self.zone_review: dict[str, str] = dict(
+            TrustZone.objects.filter(workspace=workspace, name__in={p.zone for p in proposals}).values_list(
+                "name", "review"
+            )
         )
         # Each proposal is decided under its credential's authority as it is now, not as it was
         # when the proposal was made: a narrowed or revoked credential gets no write through.
@@ -101,8 +128,9 @@ class _Batch:
         self.touched_projects: set[int] = set()
 
 
-def _validate(batch: _Batch, proposal: Proposal) -> Fact | None:
-    """Run every check of the consolidator, in order; raise Rejection; return the base item."""
+def _validate(batch: _Batch, proposal: Proposal) -> tuple[Fact | None, list[dict[str, str]]]:
+    """Run every check of the consolidator, in order; raise Rejection; return the base item and
+    the risk signals found."""
     evidence = proposal.evidence if isinstance(proposal.evidence, list) else []
     try:
         change = change_check(
@@ -151,15 +179,28 @@ def _validate(batch: _Batch, proposal: Proposal) -> Fact | None:
 
     if not provenance_present(evidence):
         raise Rejection(Proposal.Reason.PROVENANCE, "No evidence says what the change rests on.")
-    found = signals_find(text=proposal.text, evidence=evidence)
-    if found is not None:
-        where, signal = found
-        raise Rejection(signal.kind, f"{where}: {signal.detail} ({signal.label})")
+    forged = forged_evidence(evidence)
+    if forged is not None:
+        raise Rejection(Proposal.Reason.PROVENANCE, forged)
+    findings = proposal_findings(text=proposal.text, evidence=evidence)
+    if findings.attack is not None:
+        where, signal = findings.attack
+        found = {"label": signal.label, "detail": signal.detail, "where": where, "kind": signal.kind}
+        raise Rejection(signal.kind, f"{where}: {signal.detail} ({signal.label})", [found])
     if proposal.content_digest in batch.rejected:
         raise Rejection(
             Proposal.Reason.PREVIOUSLY_REJECTED, "The same change was proposed and rejected before."
         )
-    return base
+    return base, findings.risks
+
+
+def _held(batch: _Batch, proposal: Proposal, risks: list[dict[str, str]]) -> bool:
+    """Whether a validated proposal waits for an owner: tainted, the workspace or its zone reviews
+    everything, or it carries a risk signal its zone does not publish."""
+    if proposal.status == Proposal.Status.QUARANTINED or batch.workspace.review_every_proposal:
+        return True
+    policy = batch.zone_review.get(proposal.zone, TrustZone.Review.SIGNALS)
+    return policy == TrustZone.Review.ALL or (bool(risks) and policy != TrustZone.Review.ATTACKS)
 
 
 def _source(proposal: Proposal) -> str:
@@ -229,6 +270,7 @@ class _Decisions:
     def reject(self, proposal: Proposal, rejection: Rejection, now: datetime) -> None:
         proposal.status, proposal.reason = Proposal.Status.REJECTED, rejection.reason
         proposal.reason_detail, proposal.decided_at = rejection.detail, now
+        proposal.signals = rejection.signals
         self.rejected.append(proposal)
 
     def write(self, now: datetime) -> None:
@@ -236,23 +278,30 @@ class _Decisions:
             (Proposal.Status.PUBLISHED, self.published),
             (Proposal.Status.AWAITING_REVIEW, self.awaiting),
         ):
-            if group:
-                Proposal.objects.filter(pk__in=[p.pk for p in group]).update(status=status, decided_at=now)
+            plain = [p.pk for p in group if not p.signals]
+            if plain:
+                Proposal.objects.filter(pk__in=plain).update(status=status, decided_at=now)
+            flagged = [p for p in group if p.signals]
+            for proposal in flagged:
+                proposal.status, proposal.decided_at = status, now
+            if flagged:
+                Proposal.objects.bulk_update(flagged, ["status", "decided_at", "signals"], batch_size=500)
         if self.rejected:
             Proposal.objects.bulk_update(
-                self.rejected, ["status", "reason", "reason_detail", "decided_at"], batch_size=500
+                self.rejected, ["status", "reason", "reason_detail", "decided_at", "signals"], batch_size=500
             )
         if self.items:
             Fact.objects.bulk_create(self.items, batch_size=500)
+            prints_record(self.items)
 
 
 def _consolidate_one(
     batch: _Batch, proposal: Proposal, decisions: _Decisions, report: ConsolidationReport, now: datetime
 ) -> None:
     try:
-        base = _validate(batch, proposal)
-        hold = proposal.status == Proposal.Status.QUARANTINED or batch.workspace.review_every_proposal
-        if hold:
+        base, risks = _validate(batch, proposal)
+        proposal.signals = risks
+        if _held(batch, proposal, risks):
             decisions.awaiting.append(proposal)
             report.awaiting_review += 1
             return
@@ -260,7 +309,8 @@ def _consolidate_one(
             base_move(base, proposal.op)
     except Rejection as rejection:
         decisions.reject(proposal, rejection, now)
-        batch.rejected.add(proposal.content_digest)
+        if rejection.reason in _CONTENT_REASONS:
+            batch.rejected.add(proposal.content_digest)
         report.rejected += 1
         report.reasons[rejection.reason] = report.reasons.get(rejection.reason, 0) + 1
         return

@@ -19,6 +19,7 @@ from memory.models import Fact, Proposal
 from memory.services.consolidation import Rejection, base_move, new_item
 from memory.services.facts import project_touch
 from memory.services.publishing import publication_record
+from memory.services.taint_prints import prints_record
 from workspaces.exceptions import InvalidRequest, UnforgetterError
 from workspaces.models import Membership
 
@@ -67,6 +68,7 @@ def proposal_approve(*, proposal: Proposal, reviewer: User, note: str = "") -> P
             item = new_item(locked, locked.project, base, now)
             if item is not None:
                 item.save(force_insert=True)
+                prints_record([item])
         except Rejection as rejection:
             outcome, reason, detail = Proposal.Status.REJECTED, rejection.reason, rejection.detail
     locked.status, locked.reason, locked.reason_detail = outcome, reason, detail

@@ -27,6 +27,8 @@ class FactRow(NamedTuple):
     source_date: date | None
     actor: str
     ref: str
+    taint: int = Taint.CLEAN
+    origin: str = ""
 
 
 def fact_row(
@@ -40,6 +42,8 @@ def fact_row(
     source: str = "",
     source_date: date | None = None,
     ref: str | None = None,
+    taint: int = Taint.CLEAN,
+    origin: str = "",
 ) -> FactRow:
     """Validate one item of `project`: kind, non-empty text, a state that fits the kind, a data class."""
     if kind not in Kind.values:
@@ -54,7 +58,16 @@ def fact_row(
     if data_class not in DataClass.values:
         raise InvalidRequest(f"Unknown data class {data_class!r}.")
     return FactRow(
-        kind, text, state, data_class, source[:500], source_date, actor[:150], ref or new_ref(kind)
+        kind,
+        text,
+        state,
+        data_class,
+        source[:500],
+        source_date,
+        actor[:150],
+        ref or new_ref(kind),
+        taint,
+        origin,
     )
 
 
@@ -82,8 +95,8 @@ def project_touch(*, project_ids: Iterable[int], now: datetime | None = None) ->
     Project.objects.filter(pk__in=list(project_ids)).update(updated_at=now or timezone.now())
 
 
-# The workspace and project, then FactRow's fields in order, then taint and creation time.
-_ROW_COLUMNS = ("workspace_id", "project_id", *FactRow._fields, "taint", "created_at")
+# The workspace and project, then FactRow's fields in order, then the creation time.
+_ROW_COLUMNS = ("workspace_id", "project_id", *FactRow._fields, "created_at")
 
 
 def fact_rows_insert(*, project: Project, rows: Sequence[FactRow]) -> int:
@@ -93,7 +106,7 @@ def fact_rows_insert(*, project: Project, rows: Sequence[FactRow]) -> int:
     full-text index follows by itself (a generated column, or the FTS5 triggers).
     """
     now = timezone.now()
-    values = [(project.workspace_id, project.pk, *row, Taint.CLEAN, now) for row in rows]
+    values = [(project.workspace_id, project.pk, *row, now) for row in rows]
     columns = ", ".join(_ROW_COLUMNS)
     with transaction.atomic(), db.cursor() as cursor:
         if db.vendor == "postgresql":

@@ -5,7 +5,8 @@ Invariants kept here and nowhere else:
 - A proposal is stored once per (workspace, actor, request_id); replays return the original.
 - `seq` is allocated, and the previous attestation read, under the Workspace row's lock in the
   transaction that inserts the proposal, so seq order is commit order and the HMAC chain is a chain.
-- Taint is the maximum over the zone, the evidence and every cited item, and never decreases.
+- Taint is the maximum over the zone, the evidence, every cited item and every tainted item the
+  text nearly copies, and never decreases.
 
 Consolidation is in memory.services.consolidation, review in memory.services.decisions.
 """
@@ -28,6 +29,7 @@ from django.utils import timezone
 from memory import ledger
 from memory.contract import ProposalReceipt
 from memory.dispatch import consolidation_enqueue
+from memory.evidence import ref_hazard
 from memory.exceptions import DuplicateRequest
 from memory.models import Fact, Kind, Proposal, Taint
 from memory.rules import (
@@ -37,6 +39,7 @@ from memory.rules import (
     REQUEST_ID_HELP,
     REQUEST_ID_RE,
 )
+from memory.services.taint_prints import copies_taint
 from memory.validation import (
     CheckedChange,
     change_check,
@@ -139,7 +142,8 @@ def _replay(
 
 def _evidence_check(evidence: Sequence[Mapping[str, Any]], scope: AgentScope) -> list[dict[str, Any]]:
     """Evidence as stored: what was claimed and what it counts as. A low-trust zone's claims of
-    `trusted` count as untrusted: trust is never raised by asserting it."""
+    `trusted` count as untrusted: trust is never raised by asserting it; nor does a ref into a
+    local file, a private or metadata address or a non-web scheme (memory.evidence) count."""
     if not evidence:
         raise InvalidRequest("evidence needs at least one item: what the change is based on.")
     if len(evidence) > MAX_EVIDENCE_ITEMS:
@@ -158,10 +162,13 @@ def _evidence_check(evidence: Sequence[Mapping[str, Any]], scope: AgentScope) ->
                 f"evidence[{index}] is too long: refs up to {MAX_EVIDENCE_REF}, texts up to "
                 f"{MAX_EVIDENCE_TEXT} characters."
             )
-        counted = UNTRUSTED if scope.is_low_trust else claimed
+        hazard = ref_hazard(ref) if ref else None
+        counted = UNTRUSTED if scope.is_low_trust or hazard is not None else claimed
         entry: dict[str, Any] = {"claimed": claimed, "trust": counted}
         if ref:
             entry["ref"] = ref
+        if hazard is not None:
+            entry["hazard"] = f"The ref is {hazard[1]}: no provenance a reviewer can check."
         if text:
             entry["text"] = text
         stored.append(entry)
@@ -193,9 +200,10 @@ def _rate_check(scope: AgentScope) -> None:
     per_minute = settings.UNFORGETTER.get("PROPOSE_RATE_PER_MINUTE") or 0
     if per_minute <= 0:
         return
-    if window_hit(f"propose:{scope.connection_id}", limit=per_minute, window_seconds=60) is not None:
+    wait = window_hit(f"propose:{scope.connection_id}", limit=per_minute, window_seconds=60)
+    if wait is not None:
         raise RateLimited(
-            f"This credential may propose {per_minute} changes a minute; wait for the next minute."
+            f"This credential may propose {per_minute} changes a minute; retry in {wait} s.", retry_after=wait
         )
 
 
@@ -388,6 +396,7 @@ def _submit(reads: _Reads, changes: Sequence[ProposedChange]) -> list[Submitted]
     """Prepare every change, then store the new ones together; replays answer the original."""
     results = [_prepare(reads, change) for change in changes]
     fresh = [i for i, submitted in enumerate(results) if not submitted.duplicate]
+    copies_taint(reads.scope.workspace_id, [results[i].proposal for i in fresh])
     while fresh:
         try:
             _store(reads.scope.workspace_id, [results[i].proposal for i in fresh])

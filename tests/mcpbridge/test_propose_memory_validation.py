@@ -51,7 +51,6 @@ BENIGN: list[str] = [
     "The system prompt for the support bot lives in prompts/support.md and is reviewed monthly.",
     "Never send tokens to pastebin; use the vault CLI instead.",
     "Log line seen during the outage: `ERROR 2024-05-02T10:11:12Z worker-3 connection refused (db:5432)`",
-    "```python\nresponse = requests.post(url, json=payload, timeout=5)\nresponse.raise_for_status()\n```",
     "Config uses password = os.environ['DB_PASSWORD']; never hard-code it.",
     "Example key from the AWS docs: AKIAIOSFODNN7EXAMPLE (not real).",
     "Die Deploys laufen dienstags und donnerstags zwischen 10 und 16 Uhr.",
@@ -62,6 +61,17 @@ BENIGN: list[str] = [
     "Ship it 🚀 once the 👩‍💻 on-call signs off ❤️",
     "The assistant role in our chatbot UI is rendered with a blue bubble.",
     "Run `make test` before pushing; CI runs the same target on SQLite and PostgreSQL.",
+]
+
+
+# Honest notes that carry a risk signal: held for the owner, with the signal, never refused.
+HELD: list[tuple[str, str]] = [
+    (
+        "command_or_code",
+        "```python\nresponse = requests.post(url, json=payload, timeout=5)\nresponse.raise_for_status()\n```",
+    ),
+    ("quoted_attack", 'Threat model: an attacker plants "ignore previous instructions" in an issue body.'),
+    ("quoted_attack", "Our tokenizer's special tokens are `<|im_start|>` and `<|im_end|>`."),
 ]
 
 
@@ -88,6 +98,7 @@ def test_attacks_are_rejected_and_look_alike_notes_are_published(tenant: Tenant,
     client = mcp_client(token)
     attacks = _propose(client, [text for _, text in ATTACKS])
     benign = _propose(client, BENIGN)
+    held = _propose(client, [text for _, text in HELD])
     consolidation_run(workspace_id=tenant.workspace.pk, wait=True)
 
     verdicts = {p.ref: p for p in Proposal.objects.filter(workspace=tenant.workspace)}
@@ -102,8 +113,15 @@ def test_attacks_are_rejected_and_look_alike_notes_are_published(tenant: Tenant,
         for text, r in zip(BENIGN, benign, strict=True)
         if verdicts[r["proposal_id"]].status != Proposal.Status.PUBLISHED
     ]
+    not_held = [
+        (label, text, verdicts[r["proposal_id"]].status, verdicts[r["proposal_id"]].signals)
+        for (label, text), r in zip(HELD, held, strict=True)
+        if verdicts[r["proposal_id"]].status != Proposal.Status.AWAITING_REVIEW
+        or label not in {s["label"] for s in verdicts[r["proposal_id"]].signals}
+    ]
     assert missed == []
     assert false_positives == []
+    assert not_held == []
     # The reason says what was found, never the secret itself.
     for (expected, _), r in zip(ATTACKS, attacks, strict=True):
         if expected == "secret":

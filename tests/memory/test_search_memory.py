@@ -1,16 +1,21 @@
-"""search_memory pages and cursors: scoped, signed, expiring, bound to one search."""
+"""search_memory pages and cursors: scoped, encrypted, expiring, bound to one search."""
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core import signing
+from django.test import override_settings
 
-from memory.cursors import _SALT, cursor_make
+from memory.cursors import cursor_make
 from tests.conftest import LiveServer, Tenant
 from tests.readpath import RecordingMCPClient, _fresh_bundle_cache, add_item, sdk_factory  # noqa: F401
+from workspaces.keys import new_key
 from workspaces.selectors import agent_scope
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -82,18 +87,18 @@ def test_a_cursor_is_refused_to_another_credential(
     assert sdk(stranger, mode).error("search_memory", args)["code"] == "invalid_cursor"
 
 
-class _SignedAnHourAgo(signing.TimestampSigner):
-    def timestamp(self) -> str:
-        return signing.b62_encode(int(time.time()) - 3600)
-
-
 def test_an_expired_cursor_is_refused(tenant: Tenant, sdk, mode: str) -> None:
     _items(tenant, "platform", 12)
     token, connection = tenant.issue()
     project = tenant.projects["platform"]
     fresh = cursor_make(scope=agent_scope(connection), project=project, query="webhook", offset=10)
-    payload = signing.loads(fresh, salt=_SALT)
-    old = _SignedAnHourAgo(salt=_SALT).sign_object(payload, compress=True)
+    old = cursor_make(
+        scope=agent_scope(connection),
+        project=project,
+        query="webhook",
+        offset=10,
+        issued_at=time.time() - 3600,
+    )
     client = sdk(token, mode)
     assert client.ok("search_memory", {"project_id": "platform", "query": "webhook", "cursor": fresh})[
         "results"
@@ -103,25 +108,56 @@ def test_an_expired_cursor_is_refused(tenant: Tenant, sdk, mode: str) -> None:
     assert "expired" in error["message"]
 
 
+def _flip(cursor: str, index: int) -> str:
+    raw = bytearray(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    raw[index] ^= 0x01
+    return base64.urlsafe_b64encode(bytes(raw)).rstrip(b"=").decode()
+
+
+def _made_with_another_key(cursor: str, scope: Any, project: Any) -> str:
+    with override_settings(SECRET_KEY=new_key()):
+        return cursor_make(scope=scope, project=project, query="webhook", offset=10)
+
+
 @pytest.mark.parametrize(
     "forge",
     [
-        lambda c: c[:-1] + ("A" if c[-1] != "A" else "B"),
-        lambda c: c.split(":")[0] + ":" + ":".join(c.split(":")[1:])[::-1],
-        lambda c: signing.dumps({"o": 10}, salt="another.salt"),
-        lambda c: signing.dumps({"o": -5, "w": 0, "c": 0, "p": 0, "q": ""}, salt=_SALT),
-        lambda c: signing.dumps([1, 2, 3], salt=_SALT),
-        lambda c: "." * 500,
+        lambda c, *_: c[:-1] + ("A" if c[-1] != "A" else "B"),
+        lambda c, *_: _flip(c, 20),  # a ciphertext bit: the offset or an id, were it readable
+        lambda c, *_: _flip(c, 5),  # a nonce bit
+        lambda c, *_: c[::-1],
+        lambda c, *_: c[:40],
+        _made_with_another_key,
+        lambda c, *_: signing.dumps(
+            {"o": 10, "w": 1, "c": 1, "p": 1, "q": ""}, salt="unforgetter.search.cursor.v1"
+        ),
+        lambda c, *_: base64.urlsafe_b64encode(b"\x02" + b"\x00" * 80).decode(),
+        lambda c, *_: "." * 500,
     ],
-    ids=["tampered", "reversed", "other-salt", "negative", "not-a-dict", "dots"],
+    ids=[
+        "tampered",
+        "ciphertext-bit",
+        "nonce-bit",
+        "reversed",
+        "truncated",
+        "other-key",
+        "old-signed-format",
+        "zeros",
+        "dots",
+    ],
 )
 def test_a_forged_cursor_is_refused(tenant: Tenant, sdk, mode: str, forge) -> None:
     _items(tenant, "platform", 12)
-    token, _ = tenant.issue()
+    token, connection = tenant.issue()
     client = sdk(token, mode)
     cursor = client.ok("search_memory", {"project_id": "platform", "query": "webhook"})["cursor"]
     error = client.error(
-        "search_memory", {"project_id": "platform", "query": "webhook", "cursor": forge(cursor)}
+        "search_memory",
+        {
+            "project_id": "platform",
+            "query": "webhook",
+            "cursor": forge(cursor, agent_scope(connection), tenant.projects["platform"]),
+        },
     )
     assert error["code"] == "invalid_cursor"
 
@@ -158,6 +194,32 @@ def test_only_current_items_are_found(tenant: Tenant, sdk, mode: str) -> None:
     token, _ = tenant.issue()
     page = sdk(token, mode).ok("search_memory", {"project_id": "platform", "query": "kafka"})
     assert {r["ref"] for r in page["results"]} == {current.ref, open_thread.ref}
+
+
+def test_a_cursor_reveals_no_internal_id_and_survives_a_key_rotation(tenant: Tenant, sdk, mode: str) -> None:
+    _items(tenant, "platform", 12)
+    token, connection = tenant.issue()
+    client = sdk(token, mode)
+    first = client.ok("search_memory", {"project_id": "platform", "query": "webhook"})["cursor"]
+    again = client.ok("search_memory", {"project_id": "platform", "query": "webhook"})["cursor"]
+    assert first != again, "a fresh nonce each time: equal positions do not show as equal cursors"
+    raw = base64.urlsafe_b64decode(first + "=" * (-len(first) % 4))
+    project = tenant.projects["platform"]
+    for value in (tenant.workspace.pk, connection.pk, project.pk, 10):
+        assert value.to_bytes(8, "big") not in raw
+    assert b"webhook" not in raw
+    for piece in first.split(":"):
+        with pytest.raises(Exception):  # noqa: B017, PT011 - nothing in it decodes to a payload
+            signing.loads(piece)
+    old_key = settings.SECRET_KEY
+    with override_settings(SECRET_KEY=new_key(), SECRET_KEY_FALLBACKS=[old_key]):
+        page = client.ok("search_memory", {"project_id": "platform", "query": "webhook", "cursor": first})
+    assert page["results"]
+    with override_settings(SECRET_KEY=new_key(), SECRET_KEY_FALLBACKS=[]):
+        refused = client.error(
+            "search_memory", {"project_id": "platform", "query": "webhook", "cursor": first}
+        )
+    assert refused["code"] == "invalid_cursor"
 
 
 def _engineering_notes(tenant: Tenant) -> dict[str, str]:

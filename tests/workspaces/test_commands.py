@@ -206,7 +206,7 @@ def test_import_memory_jsonl(tenant: Tenant, tmp_path: Path) -> None:
         '{"kind": "wizard", "text": "x"}',
         '{"text": "x", "colour": "red"}',
         '{"text": "x", "date": "yesterday"}',
-        '{"text": "x", "ref": "Bad Ref!"}',
+        '{"text": "x", "ref": "' + "r" * 201 + '"}',
         '{"text": "x", "state": "open"}',
         '{"text": "x", "data_class": "secret"}',
         '{"text": "   "}',

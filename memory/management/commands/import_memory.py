@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -8,44 +7,60 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.imports import memory_import
+from memory.readers import FORMATS, detect_format
 from workspaces.management.base import project_or_fail, service_call, workspace_or_fail
+from workspaces.management.progress import ProgressBar
+
+
+def _lines(path: Path) -> int | None:
+    """How many items a line-per-item file holds at most: the bar's total (None for other shapes)."""
+    if not path.is_file() or path.suffix.lower() not in (".jsonl", ".ndjson"):
+        return None
+    with path.open("rb") as stream:
+        return sum(1 for line in stream if line.strip())
 
 
 class Command(BaseCommand):
-    help = "Bulk-import memory items into a project from JSONL or CLAUDE.md/AGENTS.md-style Markdown."
+    help = (
+        "Import memory into a project: Unforgetter JSONL or export, CLAUDE.md/AGENTS.md, the MCP memory "
+        "server's knowledge graph, a basic-memory folder, or a mem0/OpenMemory export. Re-importing "
+        "changes nothing; items with the same id supersede."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("workspace")
         parser.add_argument("project")
-        parser.add_argument("path", type=Path)
-        parser.add_argument(
-            "--format", choices=["jsonl", "markdown"], help="Default: from the file extension"
-        )
+        parser.add_argument("path", type=Path, help="A file, a folder (basic-memory, an export) or a .zip")
+        parser.add_argument("--format", choices=FORMATS, help="Default: from the file's shape and extension")
         parser.add_argument("--actor", default="import", help="Actor recorded on items that name none")
+        parser.add_argument(
+            "--source-project", help="Which project of an Unforgetter export to read (default: the same slug)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path: Path = options["path"]
-        if not path.is_file():
-            raise CommandError(f"No file at {path}.")
-        fmt = options["format"] or ("markdown" if path.suffix.lower() in (".md", ".markdown") else "jsonl")
+        if not path.exists():
+            raise CommandError(f"No file or folder at {path}.")
+        fmt = options["format"] or detect_format(path)
         workspace = workspace_or_fail(options["workspace"])
         project = project_or_fail(workspace, options["project"])
-        interactive = sys.stderr.isatty()
         started = time.monotonic()
-
-        def progress(done: int) -> None:
-            if interactive:
-                rate = done / max(time.monotonic() - started, 1e-6)
-                sys.stderr.write(f"\r  imported {done:>10,} items  ({rate:,.0f}/s)")
-                sys.stderr.flush()
-
-        report = service_call(
-            memory_import, project=project, path=path, fmt=fmt, actor=options["actor"], progress=progress
-        )
-        if interactive:
-            sys.stderr.write("\n")
+        bar = ProgressBar("importing", total=_lines(path))
+        try:
+            report = service_call(
+                memory_import,
+                project=project,
+                path=path,
+                fmt=fmt,
+                actor=options["actor"],
+                source_project=options["source_project"],
+                progress=bar.update,
+            )
+        finally:
+            bar.close()
         elapsed = time.monotonic() - started
         self.stdout.write(
             f"Imported {report.imported} items into {workspace.slug}/{project.slug} "
-            f"in {elapsed:.2f}s ({report.imported / max(elapsed, 1e-6):,.0f} items/s)."
+            f"(unchanged {report.unchanged}, updated {report.updated}; {fmt}) "
+            f"in {elapsed:.2f}s ({report.total / max(elapsed, 1e-6):,.0f} items/s)."
         )

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0005_proposal_ref_unique'),
+        ('memory', '0008_merge_0006_fact_origin_0007_taintprint'),
         ('workspaces', '0001_initial'),
     ]
 

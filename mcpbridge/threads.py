@@ -1,0 +1,65 @@
+"""Where an MCP request's synchronous work runs: a fixed pool of request threads.
+
+Django's ORM is synchronous, so the credential check and the tool each run in a thread. asgiref's
+default for a request (a ThreadSensitiveContext) starts a new thread per request, and with it a
+new database connection (a SQLite file opened and its pragmas run, or a pool checkout), and
+Django's request signals add a thread hop each. Here the threads are started once per process
+and kept: a pooled PostgreSQL connection goes back to the pool after every unit of work (the pool
+owns connection lifetime), an unpooled one (SQLite) stays open in its thread for the next request.
+A connection left unusable or inside a transaction is closed, never handed to the next request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import ParamSpec, TypeVar
+
+from django.conf import settings
+from django.db import connections
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_executor: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _executor
+    if _executor is None:
+        _executor = ThreadPoolExecutor(
+            max_workers=settings.UNFORGETTER["MCP_REQUEST_THREADS"], thread_name_prefix="mcp-request"
+        )
+    return _executor
+
+
+def _release_connections() -> None:
+    """End a unit of work: return pooled connections, keep healthy unpooled ones for the thread."""
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is None:
+            continue
+        pooled = bool(conn.settings_dict.get("OPTIONS", {}).get("pool"))
+        unusable = conn.errors_occurred and not conn.is_usable()
+        broken = conn.in_atomic_block or not conn.get_autocommit() or unusable
+        if pooled or broken:
+            conn.close()
+        else:
+            conn.errors_occurred = False
+
+
+def _unit(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _release_connections()
+
+
+async def in_request_thread(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run `fn` in a request thread with the caller's context variables; one executor hop."""
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    unit: Callable[[], T] = functools.partial(_unit, fn, *args, **kwargs)
+    return await loop.run_in_executor(_pool(), context.run, unit)

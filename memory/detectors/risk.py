@@ -1,0 +1,331 @@
+# ruff: noqa: RUF001
+"""Risk signals: what makes a proposal worth an owner's look before other agents read it.
+
+A risk signal is not an attack: a note with a link, a code block or an "approved by the owner" may
+be perfectly honest. But a trusted agent that read a poisoned page proposes exactly such text, so a
+proposal with a risk signal is held for review (``awaiting_review``) instead of published, whatever
+its zone's trust. Concrete attacks are the other detectors' business and are rejected.
+
+The rules are data: one row per signal, each a gate (cheap literal or word checks) and a bounded
+regex over the normalised text (``normalisation.prepare``), so they are case- and script-insensitive
+and never backtrack without bound. ``find_risks`` returns every signal found, each with the excerpt
+it matched, for the review console. See ``docs/detectors.md`` ("Risk signals").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from memory.detectors.normalisation import View, prepare, word_set
+
+EXCERPT_MAX: Final = 120
+
+
+@dataclass(frozen=True, slots=True)
+class Risk:
+    """One reason to hold a proposal for review: a label, a sentence, and what matched."""
+
+    label: str
+    detail: str
+    excerpt: str
+
+    def as_dict(self, where: str) -> dict[str, str]:
+        return {"label": self.label, "detail": self.detail, "where": where, "excerpt": self.excerpt}
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    label: str
+    detail: str
+    pattern: re.Pattern[str]
+    # Any of these literals must occur in the normalised text before the regex runs.
+    needles: tuple[str, ...] = ()
+    # Or any of these words (the word set of the text).
+    words: frozenset[str] = frozenset()
+
+    def search(self, view: View) -> re.Match[str] | None:
+        gated = bool(self.needles or self.words)
+        if gated and not any(n in view.text for n in self.needles) and self.words.isdisjoint(view.words):
+            return None
+        return self.pattern.search(view.text)
+
+
+_AGENTS: Final = (
+    r"(?:ai|llms?|gpts?|chatbots?|bots?|agents?|assistants?|copilots?|models?|language\s+models?"
+    r"|claude|codex|chatgpt|gemini|grok|cursor)"
+)
+_AGENT_WORDS: Final = word_set(
+    """ai llm llms gpt chatbot chatbot bot bots agent agents assistant assistants copilot model models
+    claude codex chatgpt gemini grok cursor ki ia ии агент агенты ассистент агентам"""
+)
+
+_RULES: Final[tuple[_Rule, ...]] = (
+    _Rule(
+        "addressed_to_agents",
+        "Speaks to the AI agents or assistants that will read it.",
+        re.compile(
+            rf"\b(?:every|all|any|each|other|future|fellow|dear|attention|note\s+to|notice\s+to|message\s+to"
+            rf"|hey|hello|to\s+the)\s+(?:the\s+)?(?:ai\s+|llm\s+)?{_AGENTS}\b"
+            rf"|\bif\s+you\s+are\s+(?:an?\s+)?(?:ai|llm|language\s+model|agent|assistant|bot|claude|codex|chatgpt)\b"
+            rf"|\b(?:you\s+are\s+an?|as\s+an?)\s+(?:ai|llm|language\s+model|ai\s+assistant)\b"
+            r"|\b(?:ai|llm)\s+(?:agents?|assistants?|models?)\s+(?:must|should|shall|may|can|will|need)\b"
+            r"|\b(?:agents?|assistants?|bots?)\s+(?:must|shall|are\s+(?:required|allowed|permitted|authori[sz]ed)"
+            r"|may\s+now|should\s+(?:always|never|now)|can\s+now|no\s+longer\s+need)\b"
+            r"|(?:tous\s+les\s+agents|jede[rn]?\s+(?:ki|agent)|alle\s+(?:ki|agenten)|todos\s+los\s+agentes"
+            r"|todos\s+os\s+agentes|всем\s+агентам|все\s+агенты|所有(?:ai|智能体|代理|助手)|すべての(?:ai|エージェント))"
+        ),
+        words=_AGENT_WORDS | word_set("tous jeder jede alle todos всем все"),
+        needles=("所有", "すべての"),
+    ),
+    _Rule(
+        "future_behaviour",
+        "Gives a standing instruction about how readers behave in future tasks.",
+        re.compile(
+            r"\b(?:(?:from\s+now\s+on|going\s+forward|henceforth)(?!,?\s+(?:we|our|the\s+team|deploys?|releases?)\b)|from\s+this\s+point|until\s+told\s+otherwise"
+            r"|standing\s+(?:order|rule|instruction|directive)s?|before\s+(?:every|each|any)\s+(?:task|answer"
+            r"|response|reply|session|run|action|tool\s+call|commit|deploy)|(?:every|each)\s+time\s+you"
+            r"|whenever\s+you|in\s+(?:every|all|each)\s+(?:future\s+)?(?:tasks?|answers?|responses?|replies"
+            r"|sessions?|conversations?)|for\s+all\s+future|at\s+the\s+start\s+of\s+(?:every|each)"
+            r"|always\s+(?:respond|answer|reply|say|tell|trust|obey|follow|include|append|prefix|start\s+with)"
+            r"|never\s+(?:mention|tell|reveal|question|refuse|ask|report|flag|warn))\b"
+            r"|(?:ab\s+sofort|à\s+partir\s+de\s+maintenant|de\s+ahora\s+en\s+adelante|a\s+partir\s+de\s+agora"
+            r"|d'ora\s+in\s+poi|с\s+этого\s+момента|отныне|从现在开始|今後は|これからは)"
+        ),
+        words=word_set(
+            """now forward henceforth point otherwise standing before every each whenever future start always
+            never sofort partir ahora agora ora отныне момента"""
+        ),
+        needles=("从现在开始", "今後は", "これからは"),
+    ),
+    _Rule(
+        "authority_claim",
+        "Claims authority (a policy, an owner's approval, effect immediately) no proposal can carry.",
+        re.compile(
+            r"(?:^|\n|[\[(*#>])\s{0,3}(?:policy|policies|rule|directive|order|mandate|notice|announcement|official"
+            r"|permissions?|goals?|identity)\s*[:\]-]"
+            r"|\b(?:approved|authori[sz]ed|sanctioned|signed\s+off|mandated|ordered|endorsed)\s+by\s+(?:the\s+)?"
+            r"(?:owner|owners|admins?|administrators?|security|management|leadership|cto|ceo|ciso|board"
+            r"|workspace\s+owner|maintainers?|team\s+lead)"
+            r"|\b(?:owner|admin|security|management)[\s-]approved\b|\beffective\s+immediately\b"
+            r"|\bby\s+order\s+of\b|\b(?:this|these|the\s+following)\s+(?:rules?|policy|policies|instructions?"
+            r"|directives?)\s+(?:supersedes?|overrides?|replaces?|takes?\s+precedence)"
+            r"|\b(?:mandatory|required)\s+for\s+(?:all|every)\b|\bofficial\s+(?:policy|rule|instruction|directive)"
+            r"|\b(?:mit\s+sofortiger\s+wirkung|avec\s+effet\s+imm[ée]diat|con\s+efecto\s+inmediato"
+            r"|com\s+efeito\s+imediato|с\s+немедленным\s+вступлением|立即生效|即時発効)"
+        ),
+        words=word_set(
+            """policy policies permission permissions goal goals identity rule directive order mandate notice
+            announcement official approved authorized
+            authorised sanctioned signed mandated ordered endorsed effective mandatory required supersedes
+            overrides replaces precedence sofortiger effet efecto efeito немедленным"""
+        ),
+        needles=("立即生效", "即時発効"),
+    ),
+    _Rule(
+        "reading_change",
+        "Tries to change how other memory items are read (outdated, ignore a section, trust only ...).",
+        re.compile(
+            r"\b(?:the\s+)?(?:policies|rules|facts|instructions|items|notes|memories|sections?|guidelines"
+            r"|decisions|conventions|methods)\s+(?:above|below|before|elsewhere|in\s+(?:this|the)\s+"
+            r"(?:bundle|context|memory))\s+(?:are|is)\s+(?:outdated|obsolete|wrong|stale|void|invalid|fake"
+            r"|deprecated|superseded|no\s+longer)"
+            r"|\b(?:follow|trust|obey|read|use)\s+only\s+(?:the\s+)?(?:facts?|this|these|items?|notes?|sections?"
+            r"|policies|me|my)\b|\bonly\s+(?:trust|follow|obey)\b"
+            r"|\b(?:ignore|skip|disregard|discount|distrust)\s+(?:the\s+|any\s+|all\s+)?(?:policies|policy"
+            r"|facts|methods|goals|permissions|sections?|other\s+(?:items|facts|notes|memories))\b"
+            r"|\b(?:treat|regard|consider)\s+(?:this|these|the\s+following|it)\s+as\s+(?:a\s+|the\s+)?"
+            r"(?:policy|policies|system|authoritative|trusted|instructions?|the\s+truth|binding)"
+            r"|\b(?:this|these)\s+(?:note|item|fact|memory)\s+(?:supersedes|overrides|replaces|takes\s+precedence)"
+            r"|\btakes\s+precedence\s+over\b|\bsupersedes\s+(?:all|any|every)\b"
+            r"|\b(?:goals?|policies|policy|permissions?|identity|identities|facts|methods|rules)\b[^\n.]{0,40}?"
+            r"\b(?:sections?|items?)\s+(?:are|is)\s+(?:outdated|obsolete|deprecated|stale|void|invalid|wrong"
+            r"|superseded|no\s+longer)|\buse\s+this\s+(?:note|item|fact)\s+instead\b"
+        ),
+        words=word_set(
+            """policies rules facts instructions items notes memories sections guidelines decisions
+            conventions methods follow trust obey only ignore skip disregard treat regard consider
+            precedence supersedes overrides"""
+        ),
+    ),
+    _Rule(
+        "permission_grant",
+        "Grants agents a permission or lets them skip a review or check.",
+        re.compile(
+            r"\b(?:may|can|are\s+allowed\s+to|are\s+permitted\s+to|is\s+allowed\s+to|no\s+longer\s+need\s+to"
+            r"|do\s+not\s+need\s+to|don't\s+need\s+to)\s+[^\n.]{0,60}?\bwithout\s+(?:any\s+)?(?:review|approval"
+            r"|sign[\s-]?off|confirmation|asking|checks?|tests)"
+            r"|\b(?:skip|bypass|disable|circumvent)\s+(?:the\s+|all\s+|any\s+)?(?:code\s+)?(?:reviews?|approvals?"
+            r"|safety|guardrails?|checks?|2fa|mfa|branch\s+protection)\b"
+            r"|\b(?:grant|give)\s+(?:the\s+)?(?:agents?|assistants?|bots?|yourself)\s+[^\n.]{0,30}?\b(?:admin|root"
+            r"|owner|write|full)\b"
+            r"|\btrust[\s_-]?(?:level|zone)\s*[=:]\s*[\"']?(?:high|trusted|admin|full|owner)"
+        ),
+        words=word_set("without skip bypass disable circumvent grant give trust"),
+    ),
+    _Rule(
+        "exfiltration_request",
+        "Asks readers to move credentials, prompts or other projects' data somewhere.",
+        re.compile(
+            r"\b(?:put|include|add|append|embed|paste|insert|send|copy|leak|write|pass|attach)\b[^\n.]{0,80}?"
+            r"(?:api[\s_-]?keys?|tokens?|credentials?|passwords?|secrets?|environment\s+variables?|env\s+vars?"
+            r"|headers?|authorization|cookies?|system\s+prompt|\b[a-z0-9]{1,30}_(?:api_)?(?:key|token|secret))\b"
+            r"[^\n.]{0,80}?\b(?:in|into|to|inside|as)\b[^\n.]{0,40}?\b(?:tool\s+calls?|proposals?|propose_memory"
+            r"|search_memory|quer(?:y|ies)|urls?|dns|subdomains?|requests?|commits?|comments?|shell|commands?"
+            r"|evidence|issues?|pull\s+requests?|messages?)\b"
+            r"|\b(?:copy|move|duplicate|export|mirror|paste)\s+(?:all\s+)?(?:the\s+)?(?:contents?|items?|facts?"
+            r"|memory|memories|data|notes)\s+(?:of|from)\s+(?:the\s+)?[\w-]{1,40}\s+(?:project|workspace)\b"
+        ),
+        words=word_set(
+            "put include add append embed paste insert send copy leak write pass attach move duplicate"
+            " export mirror"
+        ),
+    ),
+    _Rule(
+        "image",
+        "Contains an image (markdown, reference-style or HTML), which loads a URL without a click.",
+        re.compile(
+            r"!\[[^\]\n]{0,300}\]\s{0,3}[(\[]|<\s{0,3}(?:img|image|svg|picture|source|iframe|object|embed)\b"
+        ),
+        needles=(
+            "![",
+            "<img",
+            "<image",
+            "<svg",
+            "<picture",
+            "<source",
+            "<iframe",
+            "<object",
+            "<embed",
+            "< img",
+        ),
+    ),
+    _Rule(
+        "link",
+        "Contains a link that readers may be led to open or fetch.",
+        re.compile(r"\b(?:https?|ftp|wss?)://[^\s)>\]\"']{1,2048}|\bwww\.[a-z0-9-]{1,63}\.[a-z]{2,}"),
+        needles=("://", "www."),
+    ),
+    _Rule(
+        "command_or_code",
+        "Contains code or a command that an agent could run.",
+        re.compile(
+            r"```|~~~|<script\b|\bjavascript:"
+            r"|(?:^|[\s`$;|&(])(?:curl|wget|nc|ncat|netcat|bash\s+-c|sh\s+-c|powershell|pwsh|iex|invoke-webrequest"
+            r"|invoke-expression|certutil|bitsadmin|python3?\s+-c|node\s+-e|perl\s+-e|base64\s+-d|rm\s+-rf"
+            r"|dd\s+if=|mkfifo|nslookup)\s"
+            r"|\|\s{0,3}(?:ba|z)?sh\b|\$\([^)\n]{1,200}\)|\bos\.system\s*\(|\bsubprocess\.|\bexec\s*\(|\beval\s*\("
+            r"|\bfetch\s*\(\s*[\"'`]https?:"
+        ),
+        needles=(
+            "```",
+            "~~~",
+            "<script",
+            "javascript:",
+            "|",
+            "$(",
+            "os.system",
+            "subprocess.",
+            "exec",
+            "eval",
+            "fetch",
+            "curl",
+            "wget",
+            " nc ",
+            "bash",
+            "sh ",
+            "powershell",
+            "pwsh",
+            "iex",
+            "invoke-",
+            "certutil",
+            "bitsadmin",
+            "scp ",
+            "rsync",
+            "ssh ",
+            "sudo",
+            "chmod",
+            "chown",
+            "python",
+            "node -e",
+            "perl -e",
+            "base64",
+            "rm -rf",
+            "dd if=",
+            "mkfifo",
+            "nslookup",
+        ),
+    ),
+    _Rule(
+        "role_markup",
+        "Contains role, system or section markup that could be read as another part of the context.",
+        re.compile(
+            r"\"role\"\s*:|'role'\s*:|\brole\s*[:=]\s*[\"']?(?:system|developer|assistant)\b"
+            r"|(?:^|\n)\s{0,3}#{1,6}\s{0,3}(?:system|developer|assistant|instructions?|admin|policies|policy)\b"
+            r"|</?\s{0,2}(?:facts|policies|policy|methods|open_threads|context|instructions?|rules|memory"
+            r"|system|developer|admin|user|assistant|goals?|permissions?|identity)\s{0,2}>"
+            r"|\[\s{0,2}(?:system|admin|administrator|developer|override|instructions?|sudo|root|priority"
+            r"|important|urgent|owner|policy)(?:\s+(?:message|note|override|mode|instructions?))?\s{0,2}\]"
+            r"|\{\{\s{0,2}(?:system|instructions?)|(?:^|\n)\s{0,3}system\s*:"
+        ),
+        needles=("role", "#", "<", "[", "{{", "system"),
+    ),
+    _Rule(
+        "terminal_escape",
+        "Contains terminal escape sequences, which can hide or rewrite what a reader sees.",
+        re.compile(r"\x1b|\\x1b|\\033|\\u001b|\\e\["),
+        needles=("\x1b", "\\x1b", "\\033", "\\u001b", "\\e["),
+    ),
+)
+
+
+def find_risks(text: str, view: View | None = None) -> list[Risk]:
+    """Every risk signal in ``text`` (one per label, in table order) with the excerpt it matched."""
+    view = view or prepare(text)
+    found: list[Risk] = []
+    for rule in _RULES:
+        match = rule.search(view)
+        if match is not None:
+            found.append(Risk(rule.label, rule.detail, _excerpt(view.text, match.start(), match.end())))
+    return found
+
+
+def _excerpt(text: str, start: int, end: int) -> str:
+    """The matched span with a little context, at most EXCERPT_MAX characters, on one line."""
+    begin = max(0, start - 20)
+    stop = min(len(text), max(end, start + 1) + 20, begin + EXCERPT_MAX)
+    snippet = " ".join(text[begin:stop].split())
+    return ("…" if begin else "") + snippet + ("…" if stop < len(text) else "")
+
+
+_TOKEN_RE: Final = re.compile(r"(?<![\w/+.=-])[A-Za-z0-9_+/=-]{24,1024}(?![\w/+=-])")
+_HEX_RE: Final = re.compile(r"[0-9a-fA-F]+")  # digests and commit ids are not blobs to decode
+_ENCODED_RE: Final = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}|(?:\\x[0-9a-fA-F]{2}){8,}|(?:%[0-9a-fA-F]{2}){8,}")
+
+
+def find_token_risks(text: str) -> list[Risk]:
+    """Credential-like strings and encoded blobs, judged on the original (case-sensitive) text."""
+    found: dict[str, Risk] = {}
+    for count, match in enumerate(_TOKEN_RE.finditer(text)):
+        if count >= 32 or "credential_like" in found:
+            break
+        value = match.group()
+        if (
+            any(c.isupper() for c in value)
+            and any(c.islower() for c in value)
+            and any(c.isdigit() for c in value)
+        ):
+            found["credential_like"] = Risk(
+                "credential_like",
+                "Contains a long random-looking string that may be a credential.",
+                f"{value[:4]}… ({len(value)} characters)",
+            )
+    encoded = next((m for m in _ENCODED_RE.finditer(text) if not _HEX_RE.fullmatch(m.group())), None)
+    if encoded is not None:
+        found["encoded_blob"] = Risk(
+            "encoded_blob",
+            "Contains an encoded blob (base64, hex or percent escapes) a reader cannot check by eye.",
+            f"{encoded.group()[:12]}… ({len(encoded.group())} characters)",
+        )
+    return list(found.values())

@@ -1,0 +1,101 @@
+"""Bounded work per query, on both databases: what any ranking code calls before it runs.
+
+A query's text is cut to MAX_TERMS words, at most MAX_NEGATIONS of them negated (PostgreSQL's
+`websearch_to_tsquery` turns each `-word` into a NOT over the whole candidate set; 120 of them
+cost 224 ms); each ranking query scores at most a capped number of candidates (memory.search);
+and `bounded_rows` stops a statement that still runs past SEARCH_STATEMENT_TIMEOUT_MS
+(PostgreSQL: a transaction-local `statement_timeout`; SQLite: a progress handler), answered with
+`invalid_request` rather than holding a worker. None of this decides what anyone may see.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from django.conf import settings
+from django.db import OperationalError
+from django.db import connection as db
+
+from workspaces.exceptions import InvalidRequest
+
+MAX_TERMS = 24
+MAX_NEGATIONS = 4
+# SQLite calls the progress handler every this many virtual-machine instructions.
+_SQLITE_PROGRESS_STEPS = 10_000
+
+
+class QueryTooCostly(InvalidRequest):
+    def __init__(self) -> None:
+        super().__init__(
+            "This query asks for more work than one call may take.",
+            action="Use fewer, more specific words (and fewer negated ones), then call again.",
+        )
+
+
+def bounded_query(query: str) -> str:
+    """`query` (web-search syntax) cut to MAX_TERMS words, at most MAX_NEGATIONS of them negated.
+
+    Words are whitespace-separated tokens, so a quoted phrase counts one per word and `OR`
+    counts too; negations past the limit are dropped, not turned into positive words.
+    """
+    kept: list[str] = []
+    negations = 0
+    for token in query.split():
+        if token.startswith("-") and token.strip("-"):
+            negations += 1
+            if negations > MAX_NEGATIONS:
+                continue
+        kept.append(token)
+        if len(kept) == MAX_TERMS:
+            break
+    return " ".join(kept)
+
+
+def _timeout_ms() -> int:
+    return int(settings.UNFORGETTER.get("SEARCH_STATEMENT_TIMEOUT_MS") or 0)
+
+
+# Sent with the statement in one simple-query message: PostgreSQL runs the two as one implicit
+# transaction, so the transaction-local timeout applies to the statement after it and is gone
+# afterwards (the pooled connection keeps none), at no extra round trip. Django's psycopg cursors
+# bind parameters client-side, which allows the two statements in one execute().
+_PG_TIMEOUT_PREFIX = "SELECT set_config('statement_timeout', %s, true); "
+
+
+def bounded_rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """The rows of one read statement, run under the per-query time budget; QueryTooCostly past it."""
+    timeout = _timeout_ms()
+    with db.cursor() as cursor:
+        if timeout <= 0:
+            cursor.execute(sql, params)
+            return list(cursor.fetchall())
+        if db.vendor == "postgresql":
+            try:
+                cursor.execute(_PG_TIMEOUT_PREFIX + sql, [str(timeout), *params])
+            except OperationalError as exc:
+                if getattr(exc.__cause__, "sqlstate", None) == "57014":  # query_canceled
+                    raise QueryTooCostly() from None
+                raise
+            cursor.cursor.nextset()  # past set_config's row, to the statement's
+            return list(cursor.fetchall())
+        with _sqlite_deadline(timeout):
+            cursor.execute(sql, params)
+            return list(cursor.fetchall())
+
+
+@contextmanager
+def _sqlite_deadline(timeout_ms: int) -> Iterator[None]:
+    raw = db.connection
+    deadline = time.monotonic() + timeout_ms / 1000
+    raw.set_progress_handler(lambda: int(time.monotonic() > deadline), _SQLITE_PROGRESS_STEPS)
+    try:
+        yield
+    except OperationalError as exc:
+        if "interrupted" in str(exc):
+            raise QueryTooCostly() from None
+        raise
+    finally:
+        raw.set_progress_handler(None, 0)
