@@ -51,10 +51,16 @@ def _django(database_url: str) -> None:
     django.setup()
 
 
-def _seeded(size: int) -> bool:
+def _seeded(corpus: Corpus) -> bool:
+    """Whether the database holds exactly this corpus (same size, and the asked items in place)."""
     from memory.models import Fact
 
-    return Fact.objects.filter(project__slug=PROJECT, workspace__slug=WORKSPACE).count() == size
+    items = Fact.objects.filter(project__slug=PROJECT, workspace__slug=WORKSPACE)
+    if items.count() != len(corpus.items):
+        return False
+    asked = {f"corpus/{i}": corpus.items[i].text for i in corpus.asked}
+    stored = dict(items.filter(source__in=list(asked)).values_list("source", "text"))
+    return stored == asked
 
 
 def seed(corpus: Corpus, data_dir: Path) -> float:
@@ -178,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
 
     call_command("migrate", "--noinput", verbosity=0)
     corpus = generate(args.items, questions=args.questions)
-    if not (args.keep and _seeded(args.items)):
+    if not (args.keep and _seeded(corpus)):
         log(f"importing {args.items:,} items ...")
         rate = seed(corpus, ROOT / "var" / "bench-data")
         log(f"  {rate:,.0f} items/s")

@@ -6,11 +6,13 @@ Vectors are written the way the worker writes them (`embeddings_refresh`), never
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 from django.conf import settings
+from django.core.management import call_command
 from django.test import override_settings
 
 from memory import embeddings
@@ -200,3 +202,15 @@ def test_the_worker_embeds_new_items_off_the_request_path(tenant: Tenant) -> Non
     loop.run_once()
     assert Embedding.objects.filter(fact=later).count() == 1
     assert Embedding.objects.count() == 2
+
+
+def test_embed_backfill_embeds_every_item_without_a_vector(tenant: Tenant) -> None:
+    _distractors(tenant)
+    embeddings_refresh(limit=2)
+    assert embeddings_missing() == 2
+    out = io.StringIO()
+    call_command("embed_backfill", stdout=out)
+    assert embeddings_missing() == 0
+    assert out.getvalue().startswith("Embedded 2 items with all-MiniLM-L6-v2")
+    call_command("embed_backfill", stdout=out)
+    assert Embedding.objects.count() == 4

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
@@ -8,8 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory.embeddings import embedder
 from memory.services.embeddings import embeddings_missing, embeddings_prune, embeddings_refresh
-
-BAR_WIDTH = 30
+from workspaces.management.progress import ProgressBar
 
 
 class Command(BaseCommand):
@@ -22,19 +20,12 @@ class Command(BaseCommand):
         model = embedder()
         if model is None:
             raise CommandError("No embedder is configured (EMBEDDER=off, or its model is not installed).")
-        total = embeddings_missing()
         started = time.monotonic()
-
-        def progress(done: int) -> None:
-            share = done / max(total, 1)
-            rate = done / max(time.monotonic() - started, 1e-6)
-            filled = "#" * int(share * BAR_WIDTH)
-            sys.stderr.write(f"\r  [{filled:<{BAR_WIDTH}}] {done:>9,}/{total:,}  {rate:,.0f} items/s")
-            sys.stderr.flush()
-
-        report = embeddings_refresh(progress=progress)
-        if report.embedded:
-            sys.stderr.write("\n")
+        bar = ProgressBar("embedding", total=embeddings_missing())
+        try:
+            report = embeddings_refresh(progress=bar.update)
+        finally:
+            bar.close()
         pruned = embeddings_prune() if report.complete else 0
         self.stdout.write(
             f"Embedded {report.embedded} items with {model.name} in {time.monotonic() - started:.1f}s; "
