@@ -7,6 +7,7 @@ code and no broker, the serving process consolidating proposals itself. `DATABAS
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -25,6 +26,13 @@ django_stubs_ext.monkeypatch()
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
+
+# numpy's BLAS (the local embedder, the vector index) on one thread per process: it embeds one
+# query at a time beside the request threads, and a BLAS pool spinning on every core makes each
+# call tens of times slower on a busy machine (2-3 s for a query instead of ~0.1 s under load).
+# Set before anything imports numpy; an operator's own setting wins.
+for _blas_threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_blas_threads, "1")
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env.bool("DEBUG", default=False)
@@ -309,6 +317,12 @@ UNFORGETTER = {
     "CONTEXT_MAX_POINTERS": env.int("CONTEXT_MAX_POINTERS", default=10),
     # search_memory
     "SEARCH_PAGE_SIZE": env.int("SEARCH_PAGE_SIZE", default=10),
+    # Semantic retrieval: "local" (all-MiniLM-L6-v2 from its PyPI package, on the CPU), "openai"
+    # (an OpenAI-compatible /embeddings endpoint) or "off" (lexical ranking alone).
+    "EMBEDDER": env.str("EMBEDDER", default="local"),
+    "EMBEDDINGS_URL": env.str("EMBEDDINGS_URL", default=""),
+    "EMBEDDINGS_MODEL": env.str("EMBEDDINGS_MODEL", default="text-embedding-3-small"),
+    "EMBEDDINGS_API_KEY": env.str("EMBEDDINGS_API_KEY", default=""),
     "CURSOR_TTL": timedelta(seconds=env.int("CURSOR_TTL_SECONDS", default=15 * 60)),
     # The longest one ranking statement may run (memory.query_limits; 0: no limit).
     "SEARCH_STATEMENT_TIMEOUT_MS": env.int("SEARCH_STATEMENT_TIMEOUT_MS", default=2000),
