@@ -25,8 +25,8 @@ from memory.services import (
     publication_heartbeat,
     workspaces_pending,
 )
-from workspaces.services import workspace_deletions_purge
 from memory.services.embeddings import embeddings_prune, embeddings_refresh
+from workspaces.services import workspace_deletions_purge
 
 logger = logging.getLogger(__name__)
 
