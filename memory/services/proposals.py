@@ -17,7 +17,7 @@ import hashlib
 import json
 import logging
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Required, TypedDict
 
@@ -40,6 +40,7 @@ from memory.rules import (
     REQUEST_ID_HELP,
     REQUEST_ID_RE,
 )
+from memory.services.group_commit import GroupCommit
 from memory.services.taint_prints import copies_taint
 from memory.validation import (
     CheckedChange,
@@ -401,14 +402,33 @@ def _store(workspace_id: int, proposals: Sequence[Proposal]) -> None:
         transaction.on_commit(lambda: consolidation_enqueue(workspace_id), robust=True)
 
 
+# Concurrent submissions of this process share one locked insert and one commit.
+def _store_batch(workspace_id: int, proposals: Sequence[Proposal]) -> None:
+    _store(workspace_id, proposals)  # looked up when called: tests race a writer through it
+
+
+_group_commit: GroupCommit[Proposal] = GroupCommit(_store_batch)
+
+
+def _unsaved(proposals: Sequence[Proposal]) -> Callable[[], None]:
+    """Forget the ids a failed insert left on `proposals`, before they are inserted again."""
+
+    def reset() -> None:
+        for proposal in proposals:
+            proposal.pk = None
+
+    return reset
+
+
 def _submit(reads: _Reads, changes: Sequence[ProposedChange]) -> list[Submitted]:
     """Prepare every change, then store the new ones together; replays answer the original."""
     results = [_prepare(reads, change) for change in changes]
     fresh = [i for i, submitted in enumerate(results) if not submitted.duplicate]
     copies_taint(reads.scope.workspace_id, [results[i].proposal for i in fresh])
     while fresh:
+        proposals = [results[i].proposal for i in fresh]
         try:
-            _store(reads.scope.workspace_id, [results[i].proposal for i in fresh])
+            _group_commit.write(reads.scope.workspace_id, proposals, before_retry=_unsaved(proposals))
         except IntegrityError:
             # A concurrent replay committed first: the unique (workspace, actor, request_id)
             # constraint is the last word on replays, and the transaction above left nothing
