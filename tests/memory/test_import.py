@@ -111,6 +111,7 @@ def test_an_id_key_is_a_foreign_id_too(tenant: Tenant, tmp_path: Path) -> None:
         ('{"text": "x", "id": [1]}', "must be a string"),
         ('{"text": "x", "taint": "dirty"}', "taint 'dirty'"),
         ('{"text": "x", "supersedes": "nowhere_123456"}', "neither in the import nor here"),
+        ('{"id": "loop", "text": "x", "supersedes": "loop"}', "loops back to itself"),
     ],
 )
 def test_bad_identities_name_their_line_and_keep_nothing(
