@@ -25,6 +25,7 @@ from memory.context import bundle_markdown, context_for_agent
 from memory.contract import Bundle, SearchPage
 from memory.contract import ProjectList as ProjectListPayload
 from memory.contract_schemas import contract_schema
+from memory.metrics import CALL_SECONDS
 from memory.selectors import projects_for_agent, search_for_agent
 from workspaces.exceptions import InvalidRequest
 from workspaces.limits import credential_rate_check, credential_slot
@@ -64,7 +65,8 @@ class AgentAPIView(APIView):
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         self._slot = ExitStack()
         try:
-            return super().dispatch(request, *args, **kwargs)
+            with CALL_SECONDS.labels(f"rest:{type(self).__name__}").time():
+                return super().dispatch(request, *args, **kwargs)
         finally:
             self._slot.close()
 
