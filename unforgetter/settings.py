@@ -86,6 +86,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "workspaces.headers.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "unforgetter.urls"
@@ -188,11 +189,22 @@ STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env.str("STATIC_ROOT", default=str(BASE_DIR / "var" / "static"))
 
+# Served over https (PUBLIC_URL): secure cookies, HSTS and a redirect of plain http (except the
+# probes, which load balancers call over http). Behind a TLS-terminating proxy, list it in
+# TRUSTED_PROXIES so its X-Forwarded-Proto tells Django the request was https.
+_HTTPS = _public.scheme == "https"
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = _public.scheme == "https"
-CSRF_COOKIE_SECURE = _public.scheme == "https"
+SESSION_COOKIE_SECURE = _HTTPS
+CSRF_COOKIE_SECURE = _HTTPS
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 24 * 3600 if _HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=_HTTPS)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=_HTTPS)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=_HTTPS)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 
 # --- REST API -------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -206,6 +218,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Unforgetter API",
     "DESCRIPTION": "Scoped read access for scripts and snapshot prefetch; the same authority as /mcp.",
     "VERSION": "1",
+    # 3.1: the response schemas are JSON Schema 2020-12, the same the MCP tools publish.
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
@@ -265,6 +279,10 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
     "OAUTH2_PROTECTED_RESOURCE_NAME": "Unforgetter memory",
 }
+# DOT warns that http redirect URIs are allowed (RFC 9700 section 2.1): they are, only for loopback
+# hosts (RFC 8252 section 7.3, what Claude Code and Codex register), which workspaces.oauth
+# enforces for every client however it registered, and which the BCP permits for native apps.
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 # Open registration is throttled per client address (a fixed window in the Django cache), and
 # registrations that never led to a consent are pruned after OAUTH_CLIENT_PRUNE_AFTER.
 OAUTH_REGISTRATIONS_PER_WINDOW = env.int("OAUTH_REGISTRATIONS_PER_WINDOW", default=20)
@@ -288,6 +306,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env.float("HEARTBEAT_TICK_SECONDS", default=5.0),
     },
     "prune-oauth-clients": {"task": "workspaces.prune_oauth_clients", "schedule": 24 * 3600.0},
+    "purge-deleted-workspaces": {"task": "workspaces.purge_deleted_workspaces", "schedule": 3600.0},
 }
 
 # --- Unforgetter -------------------------------------------------------------------------------------
@@ -324,14 +343,23 @@ UNFORGETTER = {
     # retired ledger keys stay in LEDGER_KEY_FALLBACKS so proposals attested with them verify.
     "LEDGER_KEY": _ledger_key,
     "LEDGER_KEY_FALLBACKS": env.list("LEDGER_KEY_FALLBACKS", default=[]),
-    # Every agent call (MCP tools, REST): calls a credential may start per second (shared through
-    # the cache) and have in flight per serving process; over either: rate_limited (0: off). The
-    # rate is off by default under tests, whose scripted clients call far faster than agents; the
-    # tests of the limits switch it on.
+    # Every agent call (MCP tools, REST), per credential (workspaces.limits): calls started per
+    # second (shared through the cache; off by default under tests, whose scripted clients call
+    # far faster than agents, and switched on by the tests of the limits); and, per serving
+    # process, calls running at once (more wait their turn, up to CREDENTIAL_QUEUE_SECONDS) and
+    # calls running or waiting. Over a limit: rate_limited with retry_after. 0: off.
     "CREDENTIAL_CALLS_PER_SECOND": env.int("CREDENTIAL_CALLS_PER_SECOND", default=0 if TESTING else 20),
-    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=8),
+    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=4),
+    "CREDENTIAL_IN_FLIGHT": env.int("CREDENTIAL_IN_FLIGHT", default=16),
+    "CREDENTIAL_QUEUE_SECONDS": env.int("CREDENTIAL_QUEUE_SECONDS", default=10),
+    # Deleting a workspace removes its rows at once; exports the server made of it (in EXPORTS_DIR)
+    # are kept this long, then purged by a scheduled task (the receipt says when).
+    "EXPORTS_DIR": Path(env.str("EXPORTS_DIR", default=str(BASE_DIR / "var" / "exports"))),
+    "DELETION_RETENTION": timedelta(days=env.int("DELETION_RETENTION_DAYS", default=30)),
     # propose_memory calls allowed per connection per minute (0: unlimited).
     "PROPOSE_RATE_PER_MINUTE": env.int("PROPOSE_RATE_PER_MINUTE", default=0),
+    # /readyz fails when the oldest pending proposal has waited longer than this.
+    "READY_MAX_LAG_SECONDS": env.int("READY_MAX_LAG_SECONDS", default=120),
     # MCP transport: hosts and browser origins allowed to reach /mcp (DNS-rebinding protection)
     "MCP_ALLOWED_HOSTS": env.list("MCP_ALLOWED_HOSTS", default=[]),
     "MCP_ALLOWED_ORIGINS": env.list("MCP_ALLOWED_ORIGINS", default=[]),
@@ -340,11 +368,24 @@ UNFORGETTER = {
     "MCP_REQUEST_THREADS": env.int("MCP_REQUEST_THREADS", default=8),
 }
 
+# /metrics: a bearer token for the scraper; with none, only loopback requests are answered.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+
+# LOG_FORMAT=json (the default): one JSON object per line with the request id; plain: for a terminal.
+LOG_FORMAT = env.str("LOG_FORMAT", default="json")
+if LOG_FORMAT not in ("json", "plain"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or plain, got {LOG_FORMAT!r}.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "workspaces.logs.RequestIdFilter"}},
+    "formatters": {
+        "json": {"()": "workspaces.logs.JsonFormatter"},
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]}
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "mcp": {"level": env.str("MCP_LOG_LEVEL", default="WARNING")},
