@@ -46,6 +46,7 @@ def _django(database_url: str) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "unforgetter.settings")
     os.environ.setdefault("EMBEDDED_WORKER", "false")
     os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-production-0123456789")
+    os.environ.setdefault("LEDGER_KEY", "bench-only-ledger-key-not-for-production-0123456789")
     import django
 
     django.setup()

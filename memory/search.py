@@ -30,10 +30,14 @@ HIGHLIGHT_START = "**"
 HIGHLIGHT_STOP = "**"
 
 # PostgreSQL ranks a bounded candidate set: every item of a word found in at most
-# CANDIDATES_PER_TERM items, that many items of a commoner word, and that many items holding all
-# the words. A word's document frequency is counted up to DF_CAP items: past it the word is too
-# common to tell items apart, and counting on would cost a heap fetch per match.
+# CANDIDATES_PER_TERM items, that many items of a commoner word, that many items holding both
+# words of each pair among the PAIRED_TERMS rarest ones, and that many holding all the words.
+# Pairs matter when every word is common: "invoice" and "worker" each match thousands of items,
+# "invoice & worker" the few about invoice-worker. A word's document frequency is counted up to
+# DF_CAP items: past it the word is too common to tell items apart, and counting on would cost a
+# heap fetch per match.
 CANDIDATES_PER_TERM = 200
+PAIRED_TERMS = 8
 DF_CAP = 1000
 # BM25's saturation and length normalisation. Items rarely repeat a word, so each matched word
 # counts once and k1 only shapes the length term.
@@ -153,9 +157,19 @@ weights AS (
         ) s
     ) d
 ),
+pairs AS (
+    SELECT a.q && b.q AS q
+    FROM (SELECT q, row_number() OVER (ORDER BY idf DESC) AS n FROM weights) a
+    JOIN (SELECT q, row_number() OVER (ORDER BY idf DESC) AS n FROM weights) b ON a.n < b.n
+    WHERE b.n <= %s
+),
 candidates AS (
     SELECT c.id FROM weights w, LATERAL (
         SELECT f.id FROM memory_fact f WHERE f.search_vector @@ w.q AND {scope} LIMIT %s
+    ) c
+    UNION
+    SELECT c.id FROM pairs p, LATERAL (
+        SELECT f.id FROM memory_fact f WHERE f.search_vector @@ p.q AND {scope} LIMIT %s
     ) c
     UNION
     (SELECT f.id FROM memory_fact f
@@ -176,8 +190,9 @@ LIMIT %s OFFSET %s
 
 
 def _bm25_postgresql(scope: _Scope, words: list[str], limit: int, offset: int) -> list[Hit]:
-    params: list[Any] = [" ".join(words), DF_CAP, *scope.params, DF_CAP]
+    params: list[Any] = [" ".join(words), DF_CAP, *scope.params, DF_CAP, PAIRED_TERMS]
     params += [*scope.params, CANDIDATES_PER_TERM, *scope.params, CANDIDATES_PER_TERM]
+    params += [*scope.params, CANDIDATES_PER_TERM]
     params += [BM25_K1 + 1, BM25_K1, BM25_B, BM25_B, limit, offset]
     return _hits(_PG_BM25.replace("{scope}", scope.sql), params)
 

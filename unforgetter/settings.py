@@ -307,6 +307,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "prune-oauth-clients": {"task": "workspaces.prune_oauth_clients", "schedule": 24 * 3600.0},
     "purge-deleted-workspaces": {"task": "workspaces.purge_deleted_workspaces", "schedule": 3600.0},
+    "embed-pending": {"task": "memory.embed_pending", "schedule": 10.0},
 }
 
 # --- Unforgetter -------------------------------------------------------------------------------------

@@ -12,7 +12,9 @@ from django.db import connection
 from mcpbridge.schemas import GetContextArgs, ListProjectsArgs, SearchMemoryArgs
 from mcpbridge.server import _get_context, _list_projects, _search_memory
 from memory.cursors import cursor_make
+from memory.embeddings import embedder
 from memory.exceptions import InvalidCursor
+from memory.services.embeddings import embeddings_refresh
 from tests.conftest import Tenant
 from tests.readpath import _fresh_bundle_cache, add_item  # noqa: F401
 from workspaces.scope import AgentScope
@@ -95,6 +97,23 @@ def test_search_memory_queries(memory: Tenant, django_assert_num_queries) -> Non
     assert page["cursor"]
     with django_assert_num_queries(SEARCH):
         _search_memory(scope, SearchMemoryArgs(project_id="platform", query="deploy", cursor=page["cursor"]))
+
+
+@pytest.mark.skipif(embedder() is None, reason="the local model's package is not installed")
+def test_hybrid_reads_add_one_check_of_the_vector_candidates(
+    memory: Tenant, django_assert_num_queries
+) -> None:
+    embeddings_refresh()
+    token, _ = memory.issue()
+    scope = _as_verified(token)
+    search = SearchMemoryArgs(project_id="platform", query="how do we ship a service?")
+    _search_memory(scope, search)  # loads the project's vector index (once per process)
+    # ... then the newest vector id, and the check of the neighbours against the scope.
+    with django_assert_num_queries(SEARCH + 1):
+        page = _search_memory(scope, search)
+    assert any(r["why"] != "matches words of the query" for r in page["results"])
+    with django_assert_num_queries(COMPILED + 1):
+        _get_context(scope, GetContextArgs(project_id="platform", task="ship a service to production"))
 
 
 def test_search_memory_queries_by_ref(memory: Tenant, django_assert_num_queries) -> None:

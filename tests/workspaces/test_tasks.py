@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from django.conf import settings
 from django.utils import timezone
 
@@ -15,6 +16,7 @@ def test_beat_schedule_names_only_registered_tasks() -> None:
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert scheduled == {
         "memory.publish_heartbeat",
+        "memory.embed_pending",
         "workspaces.prune_oauth_clients",
         "workspaces.purge_deleted_workspaces",
     }
@@ -53,3 +55,17 @@ def test_purge_task_completes_receipts_past_their_retention(db: None, tmp_path: 
     later.refresh_from_db()
     assert due.purged_at is not None
     assert later.purged_at is None
+
+
+def test_embed_task_embeds_items_without_a_vector(db: None) -> None:
+    from memory.embeddings import embedder
+    from memory.models import Embedding
+    from memory.tasks import embed_pending
+    from tests.conftest import make_tenant
+    from tests.readpath import add_item
+
+    if embedder() is None:
+        pytest.skip("the local model's package is not installed")
+    item = add_item(make_tenant("tasks").projects["platform"], "Deploys go out on Tuesdays.")
+    assert embed_pending.apply().get() == 1
+    assert Embedding.objects.filter(fact=item).count() == 1
