@@ -228,11 +228,13 @@ TOOL_SPECS: list[tuple[Callable[..., Any], str, str, type[BaseModel], ToolAnnota
         "Search memory",
         SearchMemoryArgs,
         READ_ONLY,
-        "Full-text search over the current items of one project, best match first, 10 per page: "
-        "{ results: [ { ref, kind, state, excerpt, provenance, data_class } ], cursor? }. Matching words "
-        "are marked **like this** in excerpts. Pass the returned cursor with the same project_id and "
-        "query for the next page; a cursor is valid for 15 minutes and only for that search "
-        "(invalid_cursor: restart without it). A query that is exactly a ref returns that item.",
+        "Search the current items of one project by words and meaning, best match first, 10 per page: "
+        "{ results: [ { ref, kind, state, excerpt, provenance, data_class, why } ], cursor? }. Ask in "
+        "plain words or a question; '-word' excludes. Matching words are marked **like this** in "
+        "excerpts; why says whether an item matched words, meaning or both. Pass the returned cursor "
+        "with the same project_id and query for the next page; a cursor is valid for 15 minutes and "
+        "only for that search (invalid_cursor: restart without it). A query that is exactly a ref "
+        "returns that item.",
     ),
     (
         propose_memory,

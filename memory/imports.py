@@ -241,3 +241,14 @@ def _analyze() -> None:
     if db.vendor == "postgresql":
         with db.cursor() as cursor:
             cursor.execute("ANALYZE memory_fact")
+
+
+def import_statistics_refresh() -> None:
+    """After a bulk import, let PostgreSQL's planner see the new rows (SQLite needs nothing).
+
+    Ranking does not depend on statistics (memory.search); the planner's choice of the full-text
+    index over a scan does, on a table that was empty a second ago.
+    """
+    if db.vendor == "postgresql":
+        with db.cursor() as cursor:
+            cursor.execute("ANALYZE memory_fact")

@@ -7,6 +7,7 @@ code and no broker, the serving process consolidating proposals itself. `DATABAS
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -25,6 +26,13 @@ django_stubs_ext.monkeypatch()
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
+
+# numpy's BLAS (the local embedder, the vector index) on one thread per process: it embeds one
+# query at a time beside the request threads, and a BLAS pool spinning on every core makes each
+# call tens of times slower on a busy machine (2-3 s for a query instead of ~0.1 s under load).
+# Set before anything imports numpy; an operator's own setting wins.
+for _blas_threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_blas_threads, "1")
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env.bool("DEBUG", default=False)
@@ -210,6 +218,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Unforgetter API",
     "DESCRIPTION": "Scoped read access for scripts and snapshot prefetch; the same authority as /mcp.",
     "VERSION": "1",
+    # 3.1: the response schemas are JSON Schema 2020-12, the same the MCP tools publish.
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
@@ -302,6 +312,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env.float("HEARTBEAT_TICK_SECONDS", default=5.0),
     },
     "prune-oauth-clients": {"task": "workspaces.prune_oauth_clients", "schedule": 24 * 3600.0},
+    "purge-deleted-workspaces": {"task": "workspaces.purge_deleted_workspaces", "schedule": 3600.0},
 }
 
 # --- Unforgetter -------------------------------------------------------------------------------------
@@ -312,6 +323,12 @@ UNFORGETTER = {
     "CONTEXT_MAX_POINTERS": env.int("CONTEXT_MAX_POINTERS", default=10),
     # search_memory
     "SEARCH_PAGE_SIZE": env.int("SEARCH_PAGE_SIZE", default=10),
+    # Semantic retrieval: "local" (all-MiniLM-L6-v2 from its PyPI package, on the CPU), "openai"
+    # (an OpenAI-compatible /embeddings endpoint) or "off" (lexical ranking alone).
+    "EMBEDDER": env.str("EMBEDDER", default="local"),
+    "EMBEDDINGS_URL": env.str("EMBEDDINGS_URL", default=""),
+    "EMBEDDINGS_MODEL": env.str("EMBEDDINGS_MODEL", default="text-embedding-3-small"),
+    "EMBEDDINGS_API_KEY": env.str("EMBEDDINGS_API_KEY", default=""),
     "CURSOR_TTL": timedelta(seconds=env.int("CURSOR_TTL_SECONDS", default=15 * 60)),
     # The longest one ranking statement may run (memory.query_limits; 0: no limit).
     "SEARCH_STATEMENT_TIMEOUT_MS": env.int("SEARCH_STATEMENT_TIMEOUT_MS", default=2000),
@@ -338,9 +355,13 @@ UNFORGETTER = {
     # process, calls running at once (more wait their turn, up to CREDENTIAL_QUEUE_SECONDS) and
     # calls running or waiting. Over a limit: rate_limited with retry_after. 0: off.
     "CREDENTIAL_CALLS_PER_SECOND": env.int("CREDENTIAL_CALLS_PER_SECOND", default=0 if TESTING else 20),
-    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=2),
+    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=4),
     "CREDENTIAL_IN_FLIGHT": env.int("CREDENTIAL_IN_FLIGHT", default=16),
     "CREDENTIAL_QUEUE_SECONDS": env.int("CREDENTIAL_QUEUE_SECONDS", default=10),
+    # Deleting a workspace removes its rows at once; exports the server made of it (in EXPORTS_DIR)
+    # are kept this long, then purged by a scheduled task (the receipt says when).
+    "EXPORTS_DIR": Path(env.str("EXPORTS_DIR", default=str(BASE_DIR / "var" / "exports"))),
+    "DELETION_RETENTION": timedelta(days=env.int("DELETION_RETENTION_DAYS", default=30)),
     # propose_memory calls allowed per connection per minute (0: unlimited).
     "PROPOSE_RATE_PER_MINUTE": env.int("PROPOSE_RATE_PER_MINUTE", default=0),
     # /readyz fails when the oldest pending proposal has waited longer than this.

@@ -4,9 +4,11 @@ from oauth2_provider.views import OAuthServerMetadataView
 
 from api import ops
 from console.assets import static_asset
+from console.views.docs import root
 from workspaces.oauth_views import ProtectedResourceMetadataView
 
 urlpatterns = [
+    path("", root, name="root"),
     path("healthz", ops.healthz, name="healthz"),
     path("readyz", ops.readyz, name="readyz"),
     path("metrics", ops.metrics, name="metrics"),

@@ -17,8 +17,8 @@ import hashlib
 import json
 import logging
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Required, TypedDict
 
 from django.conf import settings
@@ -32,6 +32,7 @@ from memory.dispatch import consolidation_enqueue
 from memory.evidence import ref_hazard
 from memory.exceptions import DuplicateRequest
 from memory.models import Fact, Kind, Proposal, Taint
+from memory.redaction import redact
 from memory.rules import (
     MAX_EVIDENCE_ITEMS,
     MAX_EVIDENCE_REF,
@@ -39,6 +40,7 @@ from memory.rules import (
     REQUEST_ID_HELP,
     REQUEST_ID_RE,
 )
+from memory.services.group_commit import GroupCommit
 from memory.services.taint_prints import copies_taint
 from memory.validation import (
     CheckedChange,
@@ -127,7 +129,13 @@ def _stored_request_form(proposal: Proposal) -> str:
 def _replay(
     existing: Proposal, *, project_id: str, change: Mapping[str, Any], evidence: Sequence[Mapping[str, Any]]
 ) -> Submitted:
+    # The original was stored with its secrets redacted; so is what this call sent, to compare.
     normalised = dict(change)
+    normalised["text"] = redact(str(change.get("text") or ""))
+    evidence = [
+        {**e, "ref": redact((e.get("ref") or "").strip()), "text": redact(e.get("text") or "")}
+        for e in evidence
+    ]
     if normalised.get("op") == Proposal.Op.ADD_FACT:
         normalised["kind"] = normalised.get("kind") or Kind.FACT
     else:
@@ -165,6 +173,7 @@ def _evidence_check(evidence: Sequence[Mapping[str, Any]], scope: AgentScope) ->
         hazard = ref_hazard(ref) if ref else None
         counted = UNTRUSTED if scope.is_low_trust or hazard is not None else claimed
         entry: dict[str, Any] = {"claimed": claimed, "trust": counted}
+        ref, text = redact(ref), redact(text)
         if ref:
             entry["ref"] = ref
         if hazard is not None:
@@ -326,6 +335,7 @@ def _prepare(reads: _Reads, change: ProposedChange) -> Submitted:
     _rate_check(scope)
 
     checked = change_check(**change_args)
+    checked = replace(checked, text=redact(checked.text))  # secrets are never stored in clear
     project = reads.project()
     target_fact = _target_resolve(reads, project, checked)
     stored_evidence = _evidence_check(evidence, scope)
@@ -392,14 +402,33 @@ def _store(workspace_id: int, proposals: Sequence[Proposal]) -> None:
         transaction.on_commit(lambda: consolidation_enqueue(workspace_id), robust=True)
 
 
+# Concurrent submissions of this process share one locked insert and one commit.
+def _store_batch(workspace_id: int, proposals: Sequence[Proposal]) -> None:
+    _store(workspace_id, proposals)  # looked up when called: tests race a writer through it
+
+
+_group_commit: GroupCommit[Proposal] = GroupCommit(_store_batch)
+
+
+def _unsaved(proposals: Sequence[Proposal]) -> Callable[[], None]:
+    """Forget the ids a failed insert left on `proposals`, before they are inserted again."""
+
+    def reset() -> None:
+        for proposal in proposals:
+            proposal.pk = None
+
+    return reset
+
+
 def _submit(reads: _Reads, changes: Sequence[ProposedChange]) -> list[Submitted]:
     """Prepare every change, then store the new ones together; replays answer the original."""
     results = [_prepare(reads, change) for change in changes]
     fresh = [i for i, submitted in enumerate(results) if not submitted.duplicate]
     copies_taint(reads.scope.workspace_id, [results[i].proposal for i in fresh])
     while fresh:
+        proposals = [results[i].proposal for i in fresh]
         try:
-            _store(reads.scope.workspace_id, [results[i].proposal for i in fresh])
+            _group_commit.write(reads.scope.workspace_id, proposals, before_retry=_unsaved(proposals))
         except IntegrityError:
             # A concurrent replay committed first: the unique (workspace, actor, request_id)
             # constraint is the last word on replays, and the transaction above left nothing

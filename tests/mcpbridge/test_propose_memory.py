@@ -12,6 +12,7 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
+from memory.ledger import ledger_verify
 from memory.models import Fact, Kind, Proposal, State, Taint
 from memory.services import consolidation_run, fact_create, proposal_approve
 from memory.worker import embedded_wait_idle
@@ -371,6 +372,39 @@ def test_concurrent_replays_create_exactly_one_proposal(tenant: Tenant, mcp_clie
     assert len({r["proposal_id"] for r in results}) == 1
     assert sum(1 for r in results if not r.get("duplicate_request")) == 1
     assert Proposal.objects.count() == 1
+
+
+def test_concurrent_proposals_are_each_stored_once_in_one_unbroken_chain(
+    tenant: Tenant, mcp_client: Client
+) -> None:
+    # Concurrent submissions of a process are committed together (memory.services.group_commit);
+    # a replay racing its original in the same burst must still come out as exactly one proposal.
+    token, _ = tenant.issue()
+    bodies = [args(f"Service {i} pages the platform on-call.") for i in range(10)]
+    bodies += [bodies[0], bodies[3]]
+    results: list[dict[str, Any]] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(bodies))
+
+    def call(body: dict[str, Any]) -> None:
+        try:
+            start.wait()
+            results.append(mcp_client(token).ok("propose_memory", body))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call, args=(body,)) for body in bodies]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(results) == 12
+    assert sum(1 for r in results if r.get("duplicate_request")) == 2
+    stored = list(Proposal.objects.order_by("seq").values_list("seq", "request_id"))
+    assert [seq for seq, _ in stored] == list(range(1, 11))
+    assert {request_id for _, request_id in stored} == {b["request_id"] for b in bodies}
+    assert ledger_verify(workspace=tenant.workspace).ok
 
 
 def test_untrusted_evidence_is_quarantined(tenant: Tenant, mcp_client: Client) -> None:

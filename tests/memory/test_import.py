@@ -338,3 +338,25 @@ def test_imported_items_are_served_with_their_origin(tenant: Tenant, tmp_path: P
     assert [r["provenance"]["origin"] for r in found] == ["note-12"]
     bundle = client.ok("get_context", {"project_id": "platform", "task": "webhooks retry"})
     assert [item["provenance"]["origin"] for item in bundle["facts"]] == ["note-12"]
+
+
+class _Terminal(StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_long_imports_and_exports_draw_a_progress_bar_on_a_terminal_only(
+    tenant: Tenant, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_jsonl(tmp_path / "items.jsonl", [{"text": f"Item {i}."} for i in range(3)])
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    run("import_memory", "acme", "platform", str(path))
+    run("export_workspace", "acme", str(tmp_path / "out.zip"))
+    drawn = terminal.getvalue()
+    assert "importing [############################]          3 / 3 items" in drawn
+    assert "exporting [############################]          3 / 3 items" in drawn
+    piped = StringIO()
+    monkeypatch.setattr("sys.stderr", piped)
+    run("import_memory", "acme", "platform", str(path))
+    assert piped.getvalue() == ""

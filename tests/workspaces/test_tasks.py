@@ -13,7 +13,11 @@ from unforgetter.celery import app
 def test_beat_schedule_names_only_registered_tasks() -> None:
     app.loader.import_default_modules()
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
-    assert scheduled == {"memory.publish_heartbeat", "workspaces.prune_oauth_clients"}
+    assert scheduled == {
+        "memory.publish_heartbeat",
+        "workspaces.prune_oauth_clients",
+        "workspaces.purge_deleted_workspaces",
+    }
     assert scheduled <= set(app.tasks)
 
 
@@ -32,3 +36,20 @@ def test_prune_task_deletes_a_stale_self_registered_client(db: None) -> None:
     Application.objects.update(created=timezone.now() - timedelta(days=30))
     assert prune_oauth_clients.apply().get() == 1
     assert not Application.objects.exists()
+
+
+def test_purge_task_completes_receipts_past_their_retention(db: None, tmp_path: object) -> None:
+    from workspaces.models import WorkspaceDeletion
+    from workspaces.tasks import purge_deleted_workspaces
+
+    due = WorkspaceDeletion.objects.create(
+        slug="gone", name="Gone", purge_after=timezone.now() - timedelta(seconds=1)
+    )
+    later = WorkspaceDeletion.objects.create(
+        slug="soon", name="Soon", purge_after=timezone.now() + timedelta(days=1)
+    )
+    assert purge_deleted_workspaces.apply().get() == 1
+    due.refresh_from_db()
+    later.refresh_from_db()
+    assert due.purged_at is not None
+    assert later.purged_at is None
