@@ -169,7 +169,15 @@ class _Importer:
         """Restore supersession inside the import: each item points at the version it replaced."""
         if not self.pending_links:
             return
-        wanted = {self.resolved.get(target, target) for _, target, _ in self.pending_links}
+        parent = {ref: self.resolved.get(target, target) for ref, target, _ in self.pending_links}
+        for ref, _, where in self.pending_links:
+            seen, step = {ref}, parent.get(ref)
+            while step is not None:
+                if step in seen:
+                    raise InvalidRequest(f"{where}: its supersession chain loops back to itself.")
+                seen.add(step)
+                step = parent.get(step)
+        wanted = set(parent.values())
         ids = dict(Fact.objects.filter(project=self.project, ref__in=wanted).values_list("ref", "id"))
         pairs = []
         for ref, target, where in self.pending_links:

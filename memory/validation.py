@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.detectors import Signal, assess, normalise
+from memory.detectors import Signal, assess, find_attack, normalise
 from memory.detectors.signal import KIND_SECRET
 from memory.evidence import FORGED, ref_hazard
 from memory.exceptions import ProtectedTarget
@@ -217,7 +217,7 @@ def proposal_findings(*, text: str, evidence: Iterable[Mapping[str, Any]]) -> Fi
         for field in ("ref", "text"):
             value = item.get(field)
             if value:
-                found = assess(str(value)).attack or _redacted_secret(str(value))
+                found = find_attack(str(value)) or _redacted_secret(str(value))
                 if found is not None:
                     return Findings((f"evidence[{index}].{field}", found), risks)
     return Findings(None, risks)

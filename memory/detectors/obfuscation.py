@@ -109,8 +109,25 @@ _PHRASES: Final = tuple(dict.fromkeys(_squeeze(prepare(p).text) for p in _SQUEEZ
 _PHRASES_RE: Final = re.compile("|".join(map(re.escape, sorted(_PHRASES, key=len, reverse=True))))
 
 
+# The dismissal verb of every phrase above: the phrase scan runs only if one of them is there.
+_STEMS: Final = tuple(
+    dict.fromkeys(
+        _squeeze(prepare(stem).text)
+        for stem in (
+            "ignor", "disregard", "forget", "reveal", "print", "show", "youarenow", "vergiss", "oubli",
+            "olvid",
+            "esque", "desconsider", "dimentic", "negeer", "vergeet", "glom", "zapomnij", "yok", "görmez",
+            "игнор", "проигнор", "забудь", "ігнор", "αγνο", "התעלם", "تجاهل", "نادیده", "अनदेखा", "忽略",
+            "无视", "無視", "무시", "boqua", "abaikan", "lupakan", "เพิกเฉย", "ไม่ต้องสนใจ", "puuza",
+        )
+    )
+)  # fmt: skip
+
+
 def _squeezed_phrase(text: str) -> bool:
     squeezed = _squeeze(text)
+    if not any(map(squeezed.__contains__, _STEMS)):
+        return False
     for match in _PHRASES_RE.finditer(squeezed):
         index = match.start()
         if not squeezed[max(0, index - 8) : index].endswith(_NEGATIONS):
@@ -193,21 +210,23 @@ _RUN_GATES: Final = {
 }
 
 
+_DECODERS: Final[tuple[tuple[str, re.Pattern[str], Callable[[str], bytes]], ...]] = (
+    ("hex", _HEX_RUN_RE, bytes.fromhex),
+    ("binary", _BINARY_RUN_RE, lambda run: bytes(int(b, 2) for b in re.findall(r"[01]{8}", run))),
+    ("escapes", _UNICODE_ESCAPES_RE, lambda run: run.encode().decode("unicode_escape").encode()),
+    ("ascii85", _A85_RE, lambda run: base64.a85decode(run, adobe=True)),
+    ("base85", _B85_RE, base64.b85decode),
+    ("morse", _MORSE_RE, lambda run: " ".join(
+        "".join(_MORSE.get(c, "?") for c in word.split()) for word in run.split("/")
+    ).encode()),
+)  # fmt: skip
+
+
 def _decoded_runs(text: str) -> Iterator[tuple[str, str]]:
     """Text hidden as hex, binary, escapes, ASCII85/Base85 or Morse code (a few runs of each)."""
-    decoders: list[tuple[str, re.Pattern[str], Callable[[str], bytes]]] = [
-        ("hex", _HEX_RUN_RE, bytes.fromhex),
-        ("binary", _BINARY_RUN_RE, lambda run: bytes(int(b, 2) for b in re.findall(r"[01]{8}", run))),
-        ("escapes", _UNICODE_ESCAPES_RE, lambda run: run.encode().decode("unicode_escape").encode()),
-        ("ascii85", _A85_RE, lambda run: base64.a85decode(run, adobe=True)),
-        ("base85", _B85_RE, base64.b85decode),
-        ("morse", _MORSE_RE, lambda run: " ".join(
-            "".join(_MORSE.get(c, "?") for c in word.split()) for word in run.split("/")
-        ).encode()),
-    ]  # fmt: skip
-    for how, pattern, decode in decoders:
+    for how, pattern, decode in _DECODERS:
         gate = _RUN_GATES[how]
-        if gate and not any(c in text for c in gate):
+        if gate and not any(map(text.__contains__, gate)):
             continue
         for count, match in enumerate(pattern.finditer(text)):
             if count >= _MAX_RUNS:

@@ -141,3 +141,40 @@ def test_owner_creates_a_zone_exports_and_deletes_the_workspace(
     assert page.goto(f"{live.url}/console/w/acme/").status == 404
     assert page.get_by_role("heading", name="Not found").is_visible()
     context.close()
+
+
+def test_the_consent_page_wears_the_consoles_style(
+    live: LiveServer, owner: str, browser: Any, settings: Any
+) -> None:
+    from django.core.cache import cache
+
+    from tests.workspaces.oauth_harness import HandClient, pkce_pair
+
+    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": live.url}
+    cache.clear()
+    hand = HandClient.register(
+        live.url, client_name="Cursor", redirect_uris=["http://127.0.0.1:33418/callback"]
+    )
+    _, challenge = pkce_pair()
+    url = hand.authorize_url(
+        code_challenge=challenge, code_challenge_method="S256", resource=f"{live.url}/mcp"
+    )
+    for viewport, name in ((DESKTOP, "consent-1280"), (PHONE, "consent-390")):
+        context = browser.new_context(viewport=viewport)
+        page = context.new_page()
+        errors = _errors(page)
+        sign_in(page, live, owner)
+        page.goto(url)
+        assert page.get_by_role("heading", name="Connect Cursor to Unforgetter?").is_visible()
+        # The console's card: its panel, border and radius, and bordered fieldsets, not bare HTML.
+        card = page.locator("section.consent")
+        assert card.evaluate("e => getComputedStyle(e).borderTopStyle") == "solid"
+        assert card.evaluate("e => getComputedStyle(e).borderTopLeftRadius") != "0px"
+        fieldset = page.locator(".consent-form fieldset").first
+        assert fieldset.evaluate("e => getComputedStyle(e).borderTopStyle") == "solid"
+        assert page.locator(".facts dt").first.evaluate("e => getComputedStyle(e).fontWeight") == "600"
+        assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+        assert page.get_by_role("button", name="Approve").is_visible()
+        shot(page, name)
+        assert errors == []
+        context.close()
