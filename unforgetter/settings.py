@@ -297,6 +297,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Redis redelivers a task not acknowledged within this many seconds (acks are late: after the
+# task ran), e.g. when its worker was killed. Exactly-once comes from the database's claim, not
+# from the broker, so a task that runs twice is harmless (the fleet test makes it happen).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT_SECONDS", default=3600)
+}
 # One queue per deployment: two deployments sharing a broker never take each other's tasks.
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="unforgetter")
 # Beat's heartbeat: publishes every workspace at least every half cadence (memory.tasks).
