@@ -356,7 +356,7 @@ UNFORGETTER = {
     # process, calls running at once (more wait their turn, up to CREDENTIAL_QUEUE_SECONDS) and
     # calls running or waiting. Over a limit: rate_limited with retry_after. 0: off.
     "CREDENTIAL_CALLS_PER_SECOND": env.int("CREDENTIAL_CALLS_PER_SECOND", default=0 if TESTING else 20),
-    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=4),
+    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=2),
     "CREDENTIAL_IN_FLIGHT": env.int("CREDENTIAL_IN_FLIGHT", default=16),
     "CREDENTIAL_QUEUE_SECONDS": env.int("CREDENTIAL_QUEUE_SECONDS", default=10),
     # Deleting a workspace removes its rows at once; exports the server made of it (in EXPORTS_DIR)
