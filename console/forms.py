@@ -149,6 +149,11 @@ class ZoneForm(forms.Form):
     review = forms.ChoiceField(choices=TrustZone.Review.choices, label="Review", required=False)
 
 
+class NewZoneForm(ZoneForm):
+    name = forms.SlugField(max_length=64, help_text="Lowercase, e.g. ci-bots.")
+    field_order = ["name", "trust", "max_token_ttl"]
+
+
 class MemoryFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Search")
     project = forms.ChoiceField(required=False)

@@ -6,12 +6,12 @@ action}}` (an `isError` result), so a client can validate every structured resul
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
-from pydantic import TypeAdapter
 from typing_extensions import TypedDict
 
 from memory.contract import Bundle, ErrorBody, ProjectList, ProposalReceipt, SearchPage
+from memory.contract_schemas import contract_schema
 
 
 class ToolError(TypedDict):
@@ -22,8 +22,7 @@ class ToolError(TypedDict):
 
 def output_schema(payload: type[Any]) -> dict[str, Any]:
     """A JSON schema for `payload | ToolError`, rooted in an object as MCP requires."""
-    schema = TypeAdapter[Any](cast(Any, payload | ToolError)).json_schema()
-    return {"type": "object", **schema}
+    return {"type": "object", **contract_schema(payload | ToolError)}
 
 
 OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {

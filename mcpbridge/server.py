@@ -38,10 +38,11 @@ from mcpbridge.threads import in_request_thread
 from memory.context import context_for_agent
 from memory.contract import Bundle, ProjectList, ProposalReceipt, SearchPage
 from memory.exceptions import ProtectedTarget
+from memory.metrics import CALL_SECONDS
 from memory.selectors import projects_for_agent, search_for_agent
 from memory.services import proposal_submit
 from workspaces.exceptions import InvalidRequest, UnforgetterError
-from workspaces.limits import credential_rate_check, credential_slot
+from workspaces.limits import credential_rate_check, credential_slot_async
 from workspaces.scope import AgentScope
 from workspaces.selectors import project_for_agent
 
@@ -78,6 +79,13 @@ class _ValidatedByTool(FuncMetadata):
 async def run_tool(
     model: type[ArgsT], arguments: dict[str, Any], handler: Callable[[AgentScope, ArgsT], Mapping[str, Any]]
 ) -> CallToolResult:
+    with CALL_SECONDS.labels(_TOOL_NAMES.get(model, model.__name__)).time():
+        return await _run_tool(model, arguments, handler)
+
+
+async def _run_tool(
+    model: type[ArgsT], arguments: dict[str, Any], handler: Callable[[AgentScope, ArgsT], Mapping[str, Any]]
+) -> CallToolResult:
     try:
         args = model.model_validate(arguments)
     except ValidationError as exc:
@@ -86,9 +94,9 @@ async def run_tool(
         return results.error(InvalidRequest(describe_validation_error(exc)))
     try:
         scope = current_scope()
-        # The slot is taken on the event loop, before the call waits for a thread: calls over the
-        # credential's concurrency are refused without queueing behind anyone's work.
-        with credential_slot(scope.connection_id):
+        # The slot is taken on the event loop, before the call takes a thread: a credential's
+        # calls past its concurrency wait here, holding no thread and no database connection.
+        async with credential_slot_async(scope.connection_id):
             payload = await in_request_thread(_rate_checked(handler), scope, args)
     except UnforgetterError as exc:
         return results.error(exc)
@@ -96,6 +104,14 @@ async def run_tool(
         logger.exception("MCP tool %s failed", model.__name__)
         return results.error(results.InternalError("The server could not complete this call."))
     return results.ok(payload)
+
+
+_TOOL_NAMES: dict[type[BaseModel], str] = {
+    ListProjectsArgs: "list_projects",
+    GetContextArgs: "get_context",
+    SearchMemoryArgs: "search_memory",
+    ProposeMemoryArgs: "propose_memory",
+}
 
 
 def _rate_checked(
@@ -212,11 +228,13 @@ TOOL_SPECS: list[tuple[Callable[..., Any], str, str, type[BaseModel], ToolAnnota
         "Search memory",
         SearchMemoryArgs,
         READ_ONLY,
-        "Full-text search over the current items of one project, best match first, 10 per page: "
-        "{ results: [ { ref, kind, state, excerpt, provenance, data_class } ], cursor? }. Matching words "
-        "are marked **like this** in excerpts. Pass the returned cursor with the same project_id and "
-        "query for the next page; a cursor is valid for 15 minutes and only for that search "
-        "(invalid_cursor: restart without it). A query that is exactly a ref returns that item.",
+        "Search the current items of one project by words and meaning, best match first, 10 per page: "
+        "{ results: [ { ref, kind, state, excerpt, provenance, data_class, why } ], cursor? }. Ask in "
+        "plain words or a question; '-word' excludes. Matching words are marked **like this** in "
+        "excerpts; why says whether an item matched words, meaning or both. Pass the returned cursor "
+        "with the same project_id and query for the next page; a cursor is valid for 15 minutes and "
+        "only for that search (invalid_cursor: restart without it). A query that is exactly a ref "
+        "returns that item.",
     ),
     (
         propose_memory,

@@ -121,6 +121,7 @@ class SearchResult(TypedDict):
     provenance: Provenance
     data_class: str
     taint: str
+    why: str
 
 
 class SearchPage(TypedDict):

@@ -61,7 +61,9 @@ def _open(cursor: str) -> tuple[int, int, int, int, int, bytes]:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
     except (binascii.Error, ValueError):
         raise InvalidCursor("This cursor is not valid.") from None
-    if not raw.startswith(_VERSION):
+    # Only the canonical spelling: base64's spare padding bits would otherwise let several
+    # strings name one cursor, and a changed character go unnoticed.
+    if not raw.startswith(_VERSION) or base64.urlsafe_b64encode(raw).rstrip(b"=").decode() != cursor:
         raise InvalidCursor("This cursor is not valid.")
     nonce, sealed = raw[1 : 1 + _NONCE_BYTES], raw[1 + _NONCE_BYTES :]
     for secret in (settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS):

@@ -9,12 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import zipfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from memory.models import Fact, Kind, Proposal, State
-from workspaces.models import Project
+from workspaces.models import AuditEvent, Project
+from workspaces.services import audit_record, workspace_exports_dir
 
 EXPORT_README = """# {name}: Unforgetter export
 
@@ -82,9 +84,13 @@ def _item_json(fact: Fact) -> dict[str, Any]:
     }
 
 
-def workspace_export(*, workspace: Any, output: Path) -> Path:
-    """Write a readable, self-describing export of a workspace to a directory or a .zip file."""
+def workspace_export(*, workspace: Any, output: Path, progress: Callable[[int], None] | None = None) -> Path:
+    """Write a readable, self-describing export of a workspace to a directory or a .zip file.
+
+    `progress` hears how many items are written so far, after each project.
+    """
     files: dict[str, bytes] = {}
+    done = 0
     manifest_items: list[dict[str, Any]] = []
     for project in Project.objects.filter(workspace=workspace).order_by("slug"):
         facts = list(
@@ -102,6 +108,9 @@ def workspace_export(*, workspace: Any, output: Path) -> Path:
                 text_sha256=hashlib.sha256(fact.text.encode()).hexdigest(),
             )
             manifest_items.append(entry)
+        done += len(facts)
+        if progress:
+            progress(done)
     proposals = Proposal.objects.filter(workspace=workspace).select_related("project").order_by("seq")
     files["proposals.jsonl"] = "".join(
         json.dumps(
@@ -148,3 +157,22 @@ def workspace_export(*, workspace: Any, output: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     return output
+
+
+def workspace_export_kept(*, workspace: Any, user: Any = None) -> Path:
+    """An export the server makes and keeps (a console download), audited.
+
+    A .zip in the workspace's exports folder; deleting the workspace purges it after the
+    retention window.
+    """
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    output = workspace_exports_dir(workspace.slug) / f"{workspace.slug}-{stamp}.zip"
+    path = workspace_export(workspace=workspace, output=output)
+    audit_record(
+        workspace=workspace,
+        action=AuditEvent.Action.EXPORT,
+        actor=getattr(user, "username", "") or "operator",
+        user=user,
+        target=path.name,
+    )
+    return path

@@ -169,7 +169,15 @@ class _Importer:
         """Restore supersession inside the import: each item points at the version it replaced."""
         if not self.pending_links:
             return
-        wanted = {self.resolved.get(target, target) for _, target, _ in self.pending_links}
+        parent = {ref: self.resolved.get(target, target) for ref, target, _ in self.pending_links}
+        for ref, _, where in self.pending_links:
+            seen, step = {ref}, parent.get(ref)
+            while step is not None:
+                if step in seen:
+                    raise InvalidRequest(f"{where}: its supersession chain loops back to itself.")
+                seen.add(step)
+                step = parent.get(step)
+        wanted = set(parent.values())
         ids = dict(Fact.objects.filter(project=self.project, ref__in=wanted).values_list("ref", "id"))
         pairs = []
         for ref, target, where in self.pending_links:
@@ -237,6 +245,17 @@ def _analyze() -> None:
 
     A bulk load leaves PostgreSQL planning the next queries for the table as it was before (or,
     on a new database, for an empty one); SQLite plans from its indexes alone.
+    """
+    if db.vendor == "postgresql":
+        with db.cursor() as cursor:
+            cursor.execute("ANALYZE memory_fact")
+
+
+def import_statistics_refresh() -> None:
+    """After a bulk import, let PostgreSQL's planner see the new rows (SQLite needs nothing).
+
+    Ranking does not depend on statistics (memory.search); the planner's choice of the full-text
+    index over a scan does, on a table that was empty a second ago.
     """
     if db.vendor == "postgresql":
         with db.cursor() as cursor:

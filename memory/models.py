@@ -336,3 +336,32 @@ class ContextRequest(models.Model):
 
     def __str__(self) -> str:
         return self.context_id
+
+
+class Embedding(models.Model):
+    """One item version's vector under one embedding model: derived data, never the source of truth.
+
+    Written off the request path (memory.services.embeddings) and rebuilt at will; a vector is
+    only ever compared with vectors of the same `model`, so changing the model mixes nothing: the
+    new model's vectors are written beside the old ones, which go once the new set is complete.
+    `kind` and `data_class` copy the item's so the in-process index can skip what a search does
+    not ask for; what a credential may see is still checked against the item itself.
+    """
+
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="embeddings")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    data_class = models.CharField(max_length=16, choices=DataClass.choices)
+    vector = models.BinaryField(help_text="Unit-length float16 components, little-endian.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["fact", "model"], name="embedding_once_per_model")]
+        indexes = [
+            # Loading a project's index, and noticing new vectors: the newest id per model.
+            models.Index(fields=["project", "model", "id"], name="embedding_project_model"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.fact_id}@{self.model}"

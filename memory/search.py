@@ -1,7 +1,7 @@
 """Full-text ranking over memory items, on PostgreSQL and on SQLite.
 
-PostgreSQL: a stored generated `tsvector` column with a GIN index, `websearch_to_tsquery`.
-SQLite: an external-content FTS5 table kept in step by triggers (migration 0002).
+PostgreSQL: a stored generated `tsvector` column with a GIN index, ranked by a BM25 computed here.
+SQLite: an external-content FTS5 table kept in step by triggers (migration 0002), ranked by bm25().
 Both return ids with a score (higher is better); callers apply scoping before anything is shown,
 and every query here also filters by project, state and data class in SQL, so no hidden row
 ever counts towards a limit or an offset.
@@ -10,8 +10,6 @@ ever counts towards a limit or an offset.
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -20,24 +18,31 @@ from django.db import connection as db
 from django.db.models.expressions import RawSQL
 
 from memory.query_limits import MAX_TERMS, bounded_query, bounded_rows
+from memory.stopwords import STOP_WORDS
 
 Match = Literal["all", "any"]
 
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
+# "-word" at the start of the query or after a space excludes items with that word.
+_EXCLUDED_RE = re.compile(r"(?:^|(?<=\s))-(\w+)", re.UNICODE)
 MAX_TERM_LENGTH = 64
 HIGHLIGHT_START = "**"
 HIGHLIGHT_STOP = "**"
 
-# At most this many matching rows are scored per query. Scoring reads each candidate's row, so an
-# unbounded set costs a heap fetch per match (a common word matches most of a 100k project); no
-# search page past MAX_SEARCH_OFFSET is served, so for search the cap only bounds work.
-CANDIDATE_CAP = 512
-# In "any" mode (get_context ranks items for a free-text task) words found in more than this share
-# of all items are left out: they match most of a project, say little about the task, and would
-# crowd the telling words out of the candidate cap.
-COMMON_TERM_SHARE = 0.02
-COMMON_TERMS_TTL_SECONDS = 600.0
-COMMON_TERMS_MIN_ITEMS = 10_000
+# PostgreSQL ranks a bounded candidate set: every item of a word found in at most
+# CANDIDATES_PER_TERM items, that many items of a commoner word, that many items holding both
+# words of each pair among the PAIRED_TERMS rarest ones, and that many holding all the words.
+# Pairs matter when every word is common: "invoice" and "worker" each match thousands of items,
+# "invoice & worker" the few about invoice-worker. A word's document frequency is counted up to
+# DF_CAP items: past it the word is too common to tell items apart, and counting on would cost a
+# heap fetch per match.
+CANDIDATES_PER_TERM = 200
+PAIRED_TERMS = 8
+DF_CAP = 1000
+# BM25's saturation and length normalisation. Items rarely repeat a word, so each matched word
+# counts once and k1 only shapes the length term.
+BM25_K1 = 1.2
+BM25_B = 0.75
 
 
 @dataclass(frozen=True)
@@ -53,8 +58,52 @@ def terms(query: str) -> list[str]:
     return list(dict.fromkeys(w.casefold() for w in words))[:MAX_TERMS]
 
 
+def excluded(query: str) -> list[str]:
+    """The words the query excludes, written `-word`."""
+    words = [w[:MAX_TERM_LENGTH].casefold() for w in _EXCLUDED_RE.findall(query) if w.strip("_")]
+    return list(dict.fromkeys(words))[:MAX_TERMS]
+
+
+def keywords(query: str) -> list[str]:
+    """The words of a query that say what it is about: its terms less stop words and exclusions.
+
+    A query of stop words alone keeps them, so that it still searches for something.
+    """
+    unwanted = set(excluded(query))
+    words = [w for w in terms(query) if w not in unwanted]
+    return [w for w in words if w not in STOP_WORDS] or words
+
+
 def _placeholders(values: Sequence[Any]) -> str:
     return ", ".join(["%s"] * len(values))
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """The filter every row counted, fetched or scored passes, as SQL and its parameters."""
+
+    sql: str
+    params: list[Any]
+
+
+def _scope(
+    project_id: int,
+    data_classes: Sequence[str],
+    states: Sequence[str],
+    kinds: list[str] | None,
+    without: list[str],
+) -> _Scope:
+    kind_sql = f" AND f.kind IN ({_placeholders(kinds)})" if kinds else ""
+    # PostgreSQL excludes here; FTS5 excludes in its MATCH expression (see _fts5_query).
+    without = without if db.vendor == "postgresql" else []
+    without_sql = " AND NOT f.search_vector @@ plainto_tsquery('english', %s)" * len(without)
+    return _Scope(
+        sql=(
+            f"f.project_id = %s AND f.state IN ({_placeholders(states)}) "
+            f"AND f.data_class IN ({_placeholders(data_classes)}){kind_sql}{without_sql}"
+        ),
+        params=[project_id, *states, *data_classes, *(kinds or []), *without],
+    )
 
 
 def rank(
@@ -63,178 +112,123 @@ def rank(
     data_classes: Sequence[str],
     states: Sequence[str],
     query: str,
-    match: Match,
+    match: Match = "any",
     kinds: Iterable[str] | None = None,
     limit: int,
     offset: int = 0,
-    candidates: int = CANDIDATE_CAP,
 ) -> list[Hit]:
-    """The best `limit` matches after `offset`, scoring at most `candidates` matching rows.
+    """The best `limit` matches after `offset`; ties go to the newest item, so pages are stable.
+
+    "any" (what agents get) ranks every item holding a word of the query by BM25: rare words
+    weigh more than common ones, so items with all the telling words come first, and stop words
+    and punctuation do not count. "all" (the console's filter) keeps only items with every word.
 
     The work is bounded (memory.query_limits): the query is cut to its allowed words and
     negations, and the statement runs under the per-query time budget (`bounded_rows`).
     """
     query = bounded_query(query)
-    words = terms(query)
+    words = keywords(query) if match == "any" else terms(query)
     if not words or not data_classes:
         return []
-    kinds = list(kinds) if kinds is not None else None
+    without = excluded(query) if match == "any" else []
+    scope = _scope(project_id, data_classes, states, list(kinds) if kinds is not None else None, without)
     if db.vendor == "postgresql":
-        return _rank_postgresql(
-            project_id, data_classes, states, query, words, match, kinds, limit, offset, candidates
-        )
-    return _rank_sqlite(project_id, data_classes, states, words, match, kinds, limit, offset, candidates)
+        if match == "all":
+            return _all_postgresql(scope, query, limit, offset)
+        return _bm25_postgresql(scope, words, limit, offset)
+    return _rank_sqlite(scope, _fts5_query(words, match, without), limit, offset)
 
 
-class _CommonTerms:
-    """Lexemes found in more than COMMON_TERM_SHARE of items, from PostgreSQL's column statistics.
-
-    Read from `pg_stats` (what ANALYZE and autovacuum keep for the tsvector column) at most once
-    per COMMON_TERMS_TTL_SECONDS per process. Only word frequencies are kept: they decide which
-    words are too common to rank by, never what anyone may see.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loaded_at: float | None = None
-        self._terms: list[str] = []
-
-    def get(self) -> list[str]:
-        now = time.monotonic()
-        if self._loaded_at is not None and now - self._loaded_at < COMMON_TERMS_TTL_SECONDS:
-            return self._terms
-        with self._lock:
-            if self._loaded_at is None or now - self._loaded_at >= COMMON_TERMS_TTL_SECONDS:
-                self._terms = self._load()
-                self._loaded_at = now
-        return self._terms
-
-    @staticmethod
-    def _load() -> list[str]:
-        if db.vendor != "postgresql":
-            return []
-        with db.cursor() as cursor:
-            cursor.execute(
-                "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
-                "FROM pg_stats s JOIN pg_class c ON c.oid = 'memory_fact'::regclass "
-                "WHERE s.tablename = 'memory_fact' AND s.attname = 'search_vector' "
-                "AND s.schemaname = ANY(current_schemas(false))"
-            )
-            row = cursor.fetchone()
-        # A small table ranks every match cheaply, and its statistics say little.
-        if not row or not row[0] or row[2] < COMMON_TERMS_MIN_ITEMS:
-            return []
-        # The frequencies array ends with the minimum, the maximum and the null fraction.
-        return [lexeme for lexeme, share in zip(row[0], row[1], strict=False) if share > COMMON_TERM_SHARE]
-
-    def clear(self) -> None:
-        self._loaded_at = None
-
-
-common_terms = _CommonTerms()
-
-# The task's lexemes (stemmed, stop words dropped) less the common ones, OR-ed into a tsquery;
-# with no informative word left it is NULL, which matches nothing.
-_ANY_TSQUERY = """(
-    SELECT string_agg('''' || replace(lexeme, '''', '''''') || '''', ' | ')::tsquery
+# The query's lexemes as PostgreSQL parses them (stemmed, its stop words dropped); each one's
+# weight from its document frequency in scope, counted up to DF_CAP; the bounded candidate set;
+# BM25 over it. Nothing reads planner statistics, so a database imported a second ago ranks as
+# well as an analysed one.
+_PG_BM25 = """
+WITH lexemes AS (
+    SELECT lexeme, ('''' || replace(lexeme, '''', '''''') || '''')::tsquery AS q
     FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme
-    WHERE lexeme <> ALL(%s::text[]) AND strpos(lexeme, chr(92)) = 0
-)"""
+    WHERE strpos(lexeme, chr(92)) = 0
+),
+weights AS (
+    SELECT l.q, ln(1 + (%s - d.df + 0.5) / (d.df + 0.5)) AS idf
+    FROM lexemes l, LATERAL (
+        SELECT count(*) AS df FROM (
+            SELECT 1 FROM memory_fact f WHERE f.search_vector @@ l.q AND {scope} LIMIT %s
+        ) s
+    ) d
+),
+pairs AS (
+    SELECT a.q && b.q AS q
+    FROM (SELECT q, row_number() OVER (ORDER BY idf DESC) AS n FROM weights) a
+    JOIN (SELECT q, row_number() OVER (ORDER BY idf DESC) AS n FROM weights) b ON a.n < b.n
+    WHERE b.n <= %s
+),
+candidates AS (
+    SELECT c.id FROM weights w, LATERAL (
+        SELECT f.id FROM memory_fact f WHERE f.search_vector @@ w.q AND {scope} LIMIT %s
+    ) c
+    UNION
+    SELECT c.id FROM pairs p, LATERAL (
+        SELECT f.id FROM memory_fact f WHERE f.search_vector @@ p.q AND {scope} LIMIT %s
+    ) c
+    UNION
+    (SELECT f.id FROM memory_fact f
+     WHERE f.search_vector @@ (
+         SELECT string_agg('''' || replace(lexeme, '''', '''''') || '''', ' & ')::tsquery FROM lexemes
+     ) AND {scope} LIMIT %s)
+),
+scored AS (
+    SELECT f.id, f.kind, length(f.search_vector) AS len,
+           (SELECT sum(w.idf) FROM weights w WHERE f.search_vector @@ w.q) AS idf
+    FROM candidates c JOIN memory_fact f ON f.id = c.id
+)
+SELECT id, idf * %s / (1 + %s * (1 - %s + %s * len / greatest(avg(len) OVER (), 1))) AS score, kind
+FROM scored
+ORDER BY score DESC, id DESC
+LIMIT %s OFFSET %s
+"""
 
 
-def _pg_tsquery(query: str, words: list[str], match: Match) -> tuple[str, list[Any]]:
-    if match == "all":
-        return "websearch_to_tsquery('english', %s)", [query]
-    return _ANY_TSQUERY, [" ".join(words), common_terms.get()]
+def _bm25_postgresql(scope: _Scope, words: list[str], limit: int, offset: int) -> list[Hit]:
+    params: list[Any] = [" ".join(words), DF_CAP, *scope.params, DF_CAP, PAIRED_TERMS]
+    params += [*scope.params, CANDIDATES_PER_TERM, *scope.params, CANDIDATES_PER_TERM]
+    params += [*scope.params, CANDIDATES_PER_TERM]
+    params += [BM25_K1 + 1, BM25_K1, BM25_B, BM25_B, limit, offset]
+    return _hits(_PG_BM25.replace("{scope}", scope.sql), params)
 
 
-def _rank_postgresql(
-    project_id: int,
-    data_classes: Sequence[str],
-    states: Sequence[str],
-    query: str,
-    words: list[str],
-    match: Match,
-    kinds: list[str] | None,
-    limit: int,
-    offset: int,
-    candidates: int,
-) -> list[Hit]:
-    tsquery, tsparams = _pg_tsquery(query, words, match)
-    kind_sql = f"AND f.kind IN ({_placeholders(kinds)})" if kinds else ""
-    # The inner LIMIT bounds the rows scored (CANDIDATE_CAP); the scoping filters stay inside it,
-    # so a hidden row never takes a candidate's place.
+def _all_postgresql(scope: _Scope, query: str, limit: int, offset: int) -> list[Hit]:
     sql = f"""
-        SELECT m.id, ts_rank_cd(m.search_vector, m.query, 32) AS score, m.kind
-        FROM (
-            SELECT f.id, f.kind, f.search_vector, q.query
-            FROM memory_fact f, (SELECT {tsquery} AS query) q
-            WHERE f.search_vector @@ q.query
-              AND f.project_id = %s
-              AND f.state IN ({_placeholders(states)})
-              AND f.data_class IN ({_placeholders(data_classes)})
-              {kind_sql}
-            LIMIT %s
-        ) m
-        ORDER BY score DESC, m.id DESC
+        SELECT f.id, ts_rank_cd(f.search_vector, q.query, 32) AS score, f.kind
+        FROM memory_fact f, websearch_to_tsquery('english', %s) AS q(query)
+        WHERE f.search_vector @@ q.query AND {scope.sql}
+        ORDER BY score DESC, f.id DESC
         LIMIT %s OFFSET %s
     """  # noqa: S608 - only placeholders are interpolated
-    params: list[Any] = [
-        *tsparams,
-        project_id,
-        *states,
-        *data_classes,
-        *(kinds or []),
-        max(candidates, limit + offset),
-        limit,
-        offset,
-    ]
-    return [Hit(row[0], float(row[1]), row[2]) for row in bounded_rows(sql, params)]
+    return _hits(sql, [query, *scope.params, limit, offset])
 
 
-def _fts5_query(words: list[str], match: Match) -> str:
-    quoted = ['"' + w.replace('"', "") + '"' for w in words]
-    return (" OR " if match == "any" else " ").join(quoted)
+def _fts5_query(words: list[str], match: Match, without: Sequence[str] = ()) -> str:
+    def quoted(word: str) -> str:
+        return '"' + word.replace('"', "") + '"'
+
+    expression = "(" + (" OR " if match == "any" else " ").join(map(quoted, words)) + ")"
+    return " NOT ".join([expression, *map(quoted, without)])
 
 
-def _rank_sqlite(
-    project_id: int,
-    data_classes: Sequence[str],
-    states: Sequence[str],
-    words: list[str],
-    match: Match,
-    kinds: list[str] | None,
-    limit: int,
-    offset: int,
-    candidates: int,
-) -> list[Hit]:
-    kind_sql = f"AND f.kind IN ({_placeholders(kinds)})" if kinds else ""
-    # As on PostgreSQL, the inner LIMIT bounds the rows scored and the scoping filters stay
-    # inside it, so a hidden row never takes a candidate's place.
+def _rank_sqlite(scope: _Scope, fts5_query: str, limit: int, offset: int) -> list[Hit]:
+    # FTS5's bm25() weighs each word by its frequency in the whole index.
     sql = f"""
-        SELECT m.id, m.score, m.kind FROM (
-            SELECT f.id, -bm25(memory_fact_fts) AS score, f.kind
-            FROM memory_fact_fts JOIN memory_fact f ON f.id = memory_fact_fts.rowid
-            WHERE memory_fact_fts MATCH %s
-              AND f.project_id = %s
-              AND f.state IN ({_placeholders(states)})
-              AND f.data_class IN ({_placeholders(data_classes)})
-              {kind_sql}
-            LIMIT %s
-        ) m
-        ORDER BY m.score DESC, m.id DESC
+        SELECT f.id, -bm25(memory_fact_fts) AS score, f.kind
+        FROM memory_fact_fts JOIN memory_fact f ON f.id = memory_fact_fts.rowid
+        WHERE memory_fact_fts MATCH %s AND {scope.sql}
+        ORDER BY score DESC, f.id DESC
         LIMIT %s OFFSET %s
     """  # noqa: S608 - only placeholders are interpolated
-    params: list[Any] = [
-        _fts5_query(words, match),
-        project_id,
-        *states,
-        *data_classes,
-        *(kinds or []),
-        max(candidates, limit + offset),
-        limit,
-        offset,
-    ]
+    return _hits(sql, [fts5_query, *scope.params, limit, offset])
+
+
+def _hits(sql: str, params: list[Any]) -> list[Hit]:
     return [Hit(row[0], float(row[1]), row[2]) for row in bounded_rows(sql, params)]
 
 
@@ -270,14 +264,14 @@ def headline(query: str) -> RawSQL | None:
     )
 
 
-def highlight(fact_ids: Sequence[int], query: str, *, match: Match = "all") -> dict[int, str]:
+def highlight(fact_ids: Sequence[int], query: str, *, match: Match = "any") -> dict[int, str]:
     """Excerpts with the matching words marked `**like this**`, for the given (already scoped) ids."""
     query = bounded_query(query)
-    words = terms(query)
+    words = keywords(query) if match == "any" else terms(query)
     if not fact_ids or not words:
         return {}
     if db.vendor == "postgresql":
-        tsquery, tsparams = _pg_tsquery(query, words, match)
+        tsquery, tsparams = "websearch_to_tsquery('english', %s)", [query]
         sql = f"""
             SELECT f.id, {_pg_headline("f.text", tsquery)}
             FROM memory_fact f WHERE f.id IN ({_placeholders(fact_ids)})

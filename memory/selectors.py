@@ -14,6 +14,7 @@ from memory.contract import ProjectEntry, ProjectList, SearchPage, SearchResult
 from memory.cursors import cursor_make, cursor_offset
 from memory.models import Fact, Publication, State
 from memory.refs import is_ref
+from memory.retrieval import hybrid_rank, project_vectors
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 from workspaces.scope import AgentScope
@@ -56,6 +57,9 @@ def search_for_agent(
 ) -> SearchPage:
     """One page of ranked, highlighted results, scoped to the project and the credential's classes.
 
+    Ranked by memory.retrieval (words and meaning, fused); each result says why it was chosen.
+    Pages are slices of one deterministic ranking, so a cursor walks it without repeats.
+
     A query that is exactly an item ref retrieves that item, if the credential may see it; one
     that only looks like a ref ("deploy_pipeline") is searched for as words.
     """
@@ -65,23 +69,26 @@ def search_for_agent(
     offset = cursor_offset(cursor=cursor, scope=scope, project=project, query=query) if cursor else 0
     page_size = settings.UNFORGETTER["SEARCH_PAGE_SIZE"]
     facts = list(agent_facts(scope, project).filter(ref=query)) if is_ref(query) and offset == 0 else []
+    why: dict[int, str] = {}
     if facts:
         excerpts = {f.pk: f.text[:300] for f in facts}
+        why = {f.pk: "its ref is the query" for f in facts}
         more = False
     else:
         if not search.terms(query):
             raise InvalidRequest("query must contain at least one word or number.")
-        hits = search.rank(
+        ranked = hybrid_rank(
+            items=agent_facts(scope, project),
             project_id=project.pk,
             data_classes=scope.visible_classes,
             states=list(State.current()),
             query=query,
-            match="all",
-            limit=page_size + 1,
-            offset=offset,
-        )
-        more = len(hits) > page_size and offset + page_size < MAX_SEARCH_OFFSET
-        ids = [hit.fact_id for hit in hits[:page_size]]
+            limit=offset + page_size + 1,
+            vectors=project_vectors(project.pk),
+        )[offset:]
+        more = len(ranked) > page_size and offset + page_size < MAX_SEARCH_OFFSET
+        ids = [hit.fact_id for hit in ranked[:page_size]]
+        why = {hit.fact_id: hit.why for hit in ranked[:page_size]}
         rows = agent_facts(scope, project).filter(id__in=ids)
         headline = search.headline(query)
         if headline is not None:
@@ -101,6 +108,7 @@ def search_for_agent(
             provenance=fact.provenance(),
             data_class=fact.data_class,
             taint=fact.taint_label,
+            why=why.get(fact.pk, ""),
         )
         for fact in facts
     ]

@@ -16,10 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.detectors import Signal, assess, normalise
+from memory.detectors import Signal, assess, find_attack, normalise
+from memory.detectors.signal import KIND_SECRET
 from memory.evidence import FORGED, ref_hazard
 from memory.exceptions import ProtectedTarget
 from memory.models import Kind, Proposal
+from memory.redaction import redacted_label
 from memory.refs import is_ref, refs_cited
 from memory.rules import AGENT_KINDS, MAX_CITATIONS, MAX_TEXT, RETRACTABLE_KINDS, UPDATABLE_KINDS
 from workspaces.exceptions import InvalidRequest
@@ -191,6 +193,14 @@ class Findings:
     risks: list[dict[str, str]]
 
 
+def _redacted_secret(text: str) -> Signal | None:
+    """The secret signal of a text whose secret was redacted when it was submitted."""
+    label = redacted_label(text)
+    if label is None:
+        return None
+    return Signal(KIND_SECRET, label, "Contained a secret, redacted before it was stored; rotate it.")
+
+
 def proposal_findings(*, text: str, evidence: Iterable[Mapping[str, Any]]) -> Findings:
     """Concrete attacks in the change text, then in each evidence ref and text; risk signals in the
     change text (what other agents will read).
@@ -200,13 +210,14 @@ def proposal_findings(*, text: str, evidence: Iterable[Mapping[str, Any]]) -> Fi
     """
     assessment = assess(text)
     risks = [risk.as_dict("change.text") for risk in assessment.risks]
-    if assessment.attack is not None:
-        return Findings(("change.text", assessment.attack), risks)
+    attack = assessment.attack or _redacted_secret(text)
+    if attack is not None:
+        return Findings(("change.text", attack), risks)
     for index, item in enumerate(evidence):
         for field in ("ref", "text"):
             value = item.get(field)
             if value:
-                found = assess(str(value)).attack
+                found = find_attack(str(value)) or _redacted_secret(str(value))
                 if found is not None:
                     return Findings((f"evidence[{index}].{field}", found), risks)
     return Findings(None, risks)

@@ -25,6 +25,8 @@ from memory.services import (
     publication_heartbeat,
     workspaces_pending,
 )
+from memory.services.embeddings import embeddings_prune, embeddings_refresh
+from workspaces.services import workspace_deletions_purge
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +35,10 @@ IDLE_WAIT = 1.0  # seconds between cycles when nothing wakes the loop
 # in one batch: under load, one cycle per proposal would cost the serving process more than the
 # proposals themselves.
 GATHER = 0.05
+PURGE_EVERY = 3600.0  # seconds between purges of deleted workspaces' exports (as Celery beat)
+# Items embedded per cycle at most (about a second of the local model's time), so a large import
+# is embedded over the following cycles without holding up the proposals that arrive meanwhile.
+EMBED_PER_CYCLE = 64
 
 
 @dataclass
@@ -80,6 +86,10 @@ class ConsolidatorLoop:
         self._stop = threading.Event()
         self._cycle = threading.Lock()  # held for the whole of each cycle
         self._next_heartbeat = 0.0
+        self._next_purge = 0.0
+        # Items up to this id have been looked at for a vector (see embeddings_refresh).
+        self._embedded_upto = 0
+        self._pruned = False
 
     def wait_idle(self) -> None:
         """Return once no cycle is running (one starting later sees the settings of then)."""
@@ -102,7 +112,21 @@ class ConsolidatorLoop:
         heartbeat = now >= self._next_heartbeat
         if heartbeat:
             self._next_heartbeat = now + settings.UNFORGETTER["HEARTBEAT_TICK"].total_seconds()
-        return consolidation_cycle(heartbeat=heartbeat, batch_size=self.batch_size)
+        if now >= self._next_purge:  # what Celery beat's hourly purge does, without a broker
+            self._next_purge = now + PURGE_EVERY
+            workspace_deletions_purge()
+        report = consolidation_cycle(heartbeat=heartbeat, batch_size=self.batch_size)
+        self._embed()
+        return report
+
+    def _embed(self) -> None:
+        """Embed a batch of the items published or imported since the last cycle, off the request path."""
+        embedded = embeddings_refresh(after=self._embedded_upto, limit=EMBED_PER_CYCLE)
+        self._embedded_upto = embedded.upto
+        if embedded.complete and not self._pruned:
+            # Every item has a vector under the configured model: other models' vectors can go.
+            embeddings_prune()
+            self._pruned = True
 
     def run(self) -> None:
         failures = 0

@@ -12,6 +12,7 @@ import pytest
 from django.core.cache import cache
 
 from memory.context import standing_parts_clear
+from memory.embeddings.index import indexes
 from memory.models import Fact
 from memory.services import fact_create
 from tests.mcp_client import MCPClient
@@ -57,7 +58,9 @@ def sdk_factory(live: Any) -> Callable[..., RecordingMCPClient]:
 def _fresh_bundle_cache() -> None:
     # Compiled bundles are cached per process by (connection, project, task, publication); ids
     # restart after a rolled-back test on SQLite, so a bundle of an earlier test could match.
+    # The vector indexes are cached per project by their newest id, which restarts likewise.
     cache.clear()
+    indexes.clear()
     standing_parts_clear()
 
 

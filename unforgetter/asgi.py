@@ -25,6 +25,7 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 from mcpbridge.asgi import build_mcp_app  # noqa: E402
 from memory.worker import embedded_start, embedded_stop  # noqa: E402
+from workspaces.logs import request_id, request_id_for  # noqa: E402
 from workspaces.net import client_address  # noqa: E402
 
 MCP_PATH = "/mcp"
@@ -83,6 +84,32 @@ class Router:
             await self._lifespan(scope, receive, send)
             return
         scope = behind_proxies(scope)
+        if scope["type"] == "http":
+            await self._with_request_id(scope, receive, send)
+            return
+        await self._route(scope, receive, send)
+
+    async def _with_request_id(
+        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        presented = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"x-request-id"), None)  # type: ignore[typeddict-item]
+        rid = request_id_for(presented)
+        token = request_id.set(rid)
+
+        async def send_with_id(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {
+                    **message,
+                    "headers": [*message.get("headers", []), (b"x-request-id", rid.encode())],
+                }
+            await send(message)
+
+        try:
+            await self._route(scope, receive, send_with_id)
+        finally:
+            request_id.reset(token)
+
+    async def _route(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         if scope["type"] == "http" and scope["path"] in (MCP_PATH, MCP_PATH + "/"):
             if scope["method"] != "POST":
                 await _method_not_allowed(send)

@@ -7,6 +7,7 @@ code and no broker, the serving process consolidating proposals itself. `DATABAS
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -25,6 +26,13 @@ django_stubs_ext.monkeypatch()
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
+
+# numpy's BLAS (the local embedder, the vector index) on one thread per process: it embeds one
+# query at a time beside the request threads, and a BLAS pool spinning on every core makes each
+# call tens of times slower on a busy machine (2-3 s for a query instead of ~0.1 s under load).
+# Set before anything imports numpy; an operator's own setting wins.
+for _blas_threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_blas_threads, "1")
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env.bool("DEBUG", default=False)
@@ -78,6 +86,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "workspaces.headers.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "unforgetter.urls"
@@ -180,11 +189,22 @@ STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env.str("STATIC_ROOT", default=str(BASE_DIR / "var" / "static"))
 
+# Served over https (PUBLIC_URL): secure cookies, HSTS and a redirect of plain http (except the
+# probes, which load balancers call over http). Behind a TLS-terminating proxy, list it in
+# TRUSTED_PROXIES so its X-Forwarded-Proto tells Django the request was https.
+_HTTPS = _public.scheme == "https"
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = _public.scheme == "https"
-CSRF_COOKIE_SECURE = _public.scheme == "https"
+SESSION_COOKIE_SECURE = _HTTPS
+CSRF_COOKIE_SECURE = _HTTPS
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 24 * 3600 if _HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=_HTTPS)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=_HTTPS)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=_HTTPS)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 
 # --- REST API -------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -198,6 +218,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Unforgetter API",
     "DESCRIPTION": "Scoped read access for scripts and snapshot prefetch; the same authority as /mcp.",
     "VERSION": "1",
+    # 3.1: the response schemas are JSON Schema 2020-12, the same the MCP tools publish.
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
@@ -257,6 +279,10 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
     "OAUTH2_PROTECTED_RESOURCE_NAME": "Unforgetter memory",
 }
+# DOT warns that http redirect URIs are allowed (RFC 9700 section 2.1): they are, only for loopback
+# hosts (RFC 8252 section 7.3, what Claude Code and Codex register), which workspaces.oauth
+# enforces for every client however it registered, and which the BCP permits for native apps.
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 # Open registration is throttled per client address (a fixed window in the Django cache), and
 # registrations that never led to a consent are pruned after OAUTH_CLIENT_PRUNE_AFTER.
 OAUTH_REGISTRATIONS_PER_WINDOW = env.int("OAUTH_REGISTRATIONS_PER_WINDOW", default=20)
@@ -271,6 +297,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Redis redelivers a task not acknowledged within this many seconds (acks are late: after the
+# task ran), e.g. when its worker was killed. Exactly-once comes from the database's claim, not
+# from the broker, so a task that runs twice is harmless (the fleet test makes it happen).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT_SECONDS", default=3600)
+}
 # One queue per deployment: two deployments sharing a broker never take each other's tasks.
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="unforgetter")
 # Beat's heartbeat: publishes every workspace at least every half cadence (memory.tasks).
@@ -280,6 +312,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env.float("HEARTBEAT_TICK_SECONDS", default=5.0),
     },
     "prune-oauth-clients": {"task": "workspaces.prune_oauth_clients", "schedule": 24 * 3600.0},
+    "purge-deleted-workspaces": {"task": "workspaces.purge_deleted_workspaces", "schedule": 3600.0},
+    "embed-pending": {"task": "memory.embed_pending", "schedule": 10.0},
 }
 
 # --- Unforgetter -------------------------------------------------------------------------------------
@@ -290,6 +324,12 @@ UNFORGETTER = {
     "CONTEXT_MAX_POINTERS": env.int("CONTEXT_MAX_POINTERS", default=10),
     # search_memory
     "SEARCH_PAGE_SIZE": env.int("SEARCH_PAGE_SIZE", default=10),
+    # Semantic retrieval: "local" (all-MiniLM-L6-v2 from its PyPI package, on the CPU), "openai"
+    # (an OpenAI-compatible /embeddings endpoint) or "off" (lexical ranking alone).
+    "EMBEDDER": env.str("EMBEDDER", default="local"),
+    "EMBEDDINGS_URL": env.str("EMBEDDINGS_URL", default=""),
+    "EMBEDDINGS_MODEL": env.str("EMBEDDINGS_MODEL", default="text-embedding-3-small"),
+    "EMBEDDINGS_API_KEY": env.str("EMBEDDINGS_API_KEY", default=""),
     "CURSOR_TTL": timedelta(seconds=env.int("CURSOR_TTL_SECONDS", default=15 * 60)),
     # The longest one ranking statement may run (memory.query_limits; 0: no limit).
     "SEARCH_STATEMENT_TIMEOUT_MS": env.int("SEARCH_STATEMENT_TIMEOUT_MS", default=2000),
@@ -310,14 +350,23 @@ UNFORGETTER = {
     # retired ledger keys stay in LEDGER_KEY_FALLBACKS so proposals attested with them verify.
     "LEDGER_KEY": _ledger_key,
     "LEDGER_KEY_FALLBACKS": env.list("LEDGER_KEY_FALLBACKS", default=[]),
-    # Every agent call (MCP tools, REST): calls a credential may start per second (shared through
-    # the cache) and have in flight per serving process; over either: rate_limited (0: off). The
-    # rate is off by default under tests, whose scripted clients call far faster than agents; the
-    # tests of the limits switch it on.
+    # Every agent call (MCP tools, REST), per credential (workspaces.limits): calls started per
+    # second (shared through the cache; off by default under tests, whose scripted clients call
+    # far faster than agents, and switched on by the tests of the limits); and, per serving
+    # process, calls running at once (more wait their turn, up to CREDENTIAL_QUEUE_SECONDS) and
+    # calls running or waiting. Over a limit: rate_limited with retry_after. 0: off.
     "CREDENTIAL_CALLS_PER_SECOND": env.int("CREDENTIAL_CALLS_PER_SECOND", default=0 if TESTING else 20),
-    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=8),
+    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=2),
+    "CREDENTIAL_IN_FLIGHT": env.int("CREDENTIAL_IN_FLIGHT", default=16),
+    "CREDENTIAL_QUEUE_SECONDS": env.int("CREDENTIAL_QUEUE_SECONDS", default=10),
+    # Deleting a workspace removes its rows at once; exports the server made of it (in EXPORTS_DIR)
+    # are kept this long, then purged by a scheduled task (the receipt says when).
+    "EXPORTS_DIR": Path(env.str("EXPORTS_DIR", default=str(BASE_DIR / "var" / "exports"))),
+    "DELETION_RETENTION": timedelta(days=env.int("DELETION_RETENTION_DAYS", default=30)),
     # propose_memory calls allowed per connection per minute (0: unlimited).
     "PROPOSE_RATE_PER_MINUTE": env.int("PROPOSE_RATE_PER_MINUTE", default=0),
+    # /readyz fails when the oldest pending proposal has waited longer than this.
+    "READY_MAX_LAG_SECONDS": env.int("READY_MAX_LAG_SECONDS", default=120),
     # MCP transport: hosts and browser origins allowed to reach /mcp (DNS-rebinding protection)
     "MCP_ALLOWED_HOSTS": env.list("MCP_ALLOWED_HOSTS", default=[]),
     "MCP_ALLOWED_ORIGINS": env.list("MCP_ALLOWED_ORIGINS", default=[]),
@@ -326,11 +375,24 @@ UNFORGETTER = {
     "MCP_REQUEST_THREADS": env.int("MCP_REQUEST_THREADS", default=8),
 }
 
+# /metrics: a bearer token for the scraper; with none, only loopback requests are answered.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+
+# LOG_FORMAT=json (the default): one JSON object per line with the request id; plain: for a terminal.
+LOG_FORMAT = env.str("LOG_FORMAT", default="json")
+if LOG_FORMAT not in ("json", "plain"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or plain, got {LOG_FORMAT!r}.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "workspaces.logs.RequestIdFilter"}},
+    "formatters": {
+        "json": {"()": "workspaces.logs.JsonFormatter"},
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]}
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "mcp": {"level": env.str("MCP_LOG_LEVEL", default="WARNING")},

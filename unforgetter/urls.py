@@ -2,12 +2,16 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from oauth2_provider.views import OAuthServerMetadataView
 
+from api import ops
 from console.assets import static_asset
-from workspaces import views as workspace_views
+from console.views.docs import root
 from workspaces.oauth_views import ProtectedResourceMetadataView
 
 urlpatterns = [
-    path("healthz", workspace_views.healthz, name="healthz"),
+    path("", root, name="root"),
+    path("healthz", ops.healthz, name="healthz"),
+    path("readyz", ops.readyz, name="readyz"),
+    path("metrics", ops.metrics, name="metrics"),
     # RFC 9728, root and path forms (Codex reads the path form after a 405 on GET /mcp).
     path(".well-known/oauth-protected-resource", ProtectedResourceMetadataView.as_view()),
     path(".well-known/oauth-protected-resource/mcp", ProtectedResourceMetadataView.as_view()),

@@ -1,19 +1,24 @@
 """Per-credential limits on every agent call (MCP tools and REST): a rate and a concurrency.
 
-A credential may start at most UNFORGETTER["CREDENTIAL_CALLS_PER_SECOND"] calls a second (a
-one-second fixed window in the Django cache: shared by every process when CACHE_URL is Redis) and
-have at most UNFORGETTER["CREDENTIAL_CONCURRENCY"] calls in flight in one serving process (a
-counter in memory, so a killed process never leaks a slot). Over either limit the call is refused
-with `rate_limited` and `retry_after` before any work is done, so one noisy token cannot take
-the serving processes from every other tenant. 0 switches a limit off.
+- Rate: a credential may start UNFORGETTER["CREDENTIAL_CALLS_PER_SECOND"] calls a second (a
+  one-second fixed window in the Django cache: shared by every process when CACHE_URL is Redis).
+- Concurrency, per serving process (counters in memory, so a killed process never leaks a slot):
+  at most CREDENTIAL_CONCURRENCY of a credential's calls run at once; further calls wait their
+  turn (up to CREDENTIAL_QUEUE_SECONDS), so an agent's parallel calls all succeed, and at most
+  CREDENTIAL_IN_FLIGHT may be running or waiting. One credential therefore never holds more than
+  a few of a process's threads, whatever it sends: the other tenants' calls run beside it.
+
+Over a limit the call is refused with `rate_limited` and `retry_after` before any work is done.
+0 switches a limit off. `refusals` counts refusals by limit for the metrics endpoint.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from django.conf import settings
 
@@ -22,7 +27,8 @@ from workspaces.throttle import window_hit
 
 _lock = threading.Lock()
 _in_flight: Counter[int] = Counter()
-# Refusals since the process started, by limit, for the metrics endpoint.
+_async_gates: dict[tuple[int, int], asyncio.Semaphore] = {}
+_sync_gates: dict[tuple[int, int], threading.Semaphore] = {}
 refusals: Counter[str] = Counter()
 
 
@@ -44,9 +50,8 @@ def credential_rate_check(connection_id: int) -> None:
 
 
 @contextmanager
-def credential_slot(connection_id: int) -> Iterator[None]:
-    """Hold one of the credential's concurrent call slots in this process for the block."""
-    limit = _limit("CREDENTIAL_CONCURRENCY")
+def _counted(connection_id: int) -> Iterator[None]:
+    limit = _limit("CREDENTIAL_IN_FLIGHT")
     with _lock:
         if 0 < limit <= _in_flight[connection_id]:
             refusals["concurrency"] += 1
@@ -62,3 +67,46 @@ def credential_slot(connection_id: int) -> Iterator[None]:
             _in_flight[connection_id] -= 1
             if _in_flight[connection_id] <= 0:
                 del _in_flight[connection_id]
+
+
+def _queue_refusal() -> RateLimited:
+    refusals["queue"] += 1
+    return RateLimited("This credential's calls are queued behind each other for too long.", retry_after=1)
+
+
+@asynccontextmanager
+async def credential_slot_async(connection_id: int) -> AsyncIterator[None]:
+    """Run the block as one of the credential's concurrent calls (the MCP tools, on the event loop)."""
+    with _counted(connection_id):
+        running = _limit("CREDENTIAL_CONCURRENCY")
+        if running <= 0:
+            yield
+            return
+        with _lock:
+            gate = _async_gates.setdefault((connection_id, running), asyncio.Semaphore(running))
+        try:
+            await asyncio.wait_for(gate.acquire(), timeout=_limit("CREDENTIAL_QUEUE_SECONDS") or None)
+        except TimeoutError:
+            raise _queue_refusal() from None
+        try:
+            yield
+        finally:
+            gate.release()
+
+
+@contextmanager
+def credential_slot(connection_id: int) -> Iterator[None]:
+    """Run the block as one of the credential's concurrent calls (REST views, in a thread)."""
+    with _counted(connection_id):
+        running = _limit("CREDENTIAL_CONCURRENCY")
+        if running <= 0:
+            yield
+            return
+        with _lock:
+            gate = _sync_gates.setdefault((connection_id, running), threading.Semaphore(running))
+        if not gate.acquire(timeout=_limit("CREDENTIAL_QUEUE_SECONDS") or None):
+            raise _queue_refusal()
+        try:
+            yield
+        finally:
+            gate.release()

@@ -251,3 +251,29 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target}"
+
+
+class WorkspaceDeletion(models.Model):
+    """The receipt of a deleted workspace: what was removed, when, and when the rest expires.
+
+    The workspace's rows are gone at once; exports the server made of it are kept until
+    `purge_after` (the retention window), then purged by a scheduled task (`purged_at`).
+    """
+
+    slug = models.SlugField(max_length=64)
+    name = models.CharField(max_length=200)
+    deleted_at = models.DateTimeField(default=timezone.now)
+    deleted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    removed = models.JSONField(default=dict, help_text="Rows removed, by model.")
+    files = models.JSONField(default=list, help_text="Server-made exports awaiting the purge.")
+    purge_after = models.DateTimeField()
+    purged_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-deleted_at"]
+        indexes = [models.Index(fields=["purged_at", "purge_after"], name="deletion_purge_due")]
+
+    def __str__(self) -> str:
+        return f"{self.slug} deleted {self.deleted_at:%Y-%m-%d}"

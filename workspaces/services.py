@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -15,7 +18,16 @@ from django.utils import timezone
 
 from workspaces import tokens
 from workspaces.exceptions import InvalidRequest, NotFound
-from workspaces.models import AuditEvent, Connection, DataClass, Membership, Project, TrustZone, Workspace
+from workspaces.models import (
+    AuditEvent,
+    Connection,
+    DataClass,
+    Membership,
+    Project,
+    TrustZone,
+    Workspace,
+    WorkspaceDeletion,
+)
 from workspaces.oauth import oauth_tokens_revoke
 from workspaces.scopes import scopes_granted
 
@@ -76,20 +88,67 @@ def workspace_create(*, slug: str, name: str = "", owner: User | None = None) ->
     return workspace
 
 
+def workspace_exports_dir(slug: str) -> Path:
+    """Where the server keeps the exports it made of a workspace (purged after its deletion)."""
+    return Path(settings.UNFORGETTER["EXPORTS_DIR"]) / slug
+
+
 @transaction.atomic
-def workspace_delete(*, workspace: Workspace, confirm: str) -> dict[str, int]:
+def workspace_delete(
+    *, workspace: Workspace, confirm: str, deleted_by: User | None = None
+) -> WorkspaceDeletion:
     """Delete a workspace's tenancy rows (and, by cascade, whatever other apps keep under it).
 
     Memory is erased through `memory.services.workspace_erase`, which unlinks item history first.
-    `confirm` must repeat the slug.
+    `confirm` must repeat the slug. Returns the receipt: what was removed, and when the exports
+    the server made of the workspace will be purged (after the retention window).
     """
     if confirm != workspace.slug:
         raise InvalidRequest("Type the workspace's slug to confirm deletion.")
     for connection in Connection.objects.filter(workspace=workspace, kind=Connection.Kind.OAUTH):
         oauth_tokens_revoke(connection=connection)
-    Connection.objects.filter(workspace=workspace).delete()
+    revoked, _ = Connection.objects.filter(workspace=workspace).delete()
+    slug, name = workspace.slug, workspace.name
     _, counts = workspace.delete()
-    return counts
+    removed = {label.split(".")[-1].lower(): n for label, n in sorted(counts.items()) if n}
+    removed["connection"] = removed.get("connection", 0) + revoked
+    now = timezone.now()
+    exports = workspace_exports_dir(slug)
+    files: list[str] = []
+    if exports.is_dir():
+        # Set aside at once: a new workspace of the same slug never sees them, the purge finds them.
+        held = exports.with_name(f".deleted-{slug}-{now:%Y%m%dT%H%M%S%f}")
+        exports.rename(held)
+        files = sorted(str(path) for path in held.rglob("*") if path.is_file())
+    return WorkspaceDeletion.objects.create(
+        slug=slug,
+        name=name,
+        deleted_at=now,
+        deleted_by=deleted_by if deleted_by is not None and deleted_by.pk else None,
+        removed=removed,
+        files=files,
+        purge_after=now + settings.UNFORGETTER["DELETION_RETENTION"],
+    )
+
+
+def workspace_deletions_purge(*, now: datetime | None = None) -> int:
+    """Purge what deleted workspaces left past their retention window: the server's exports.
+
+    Idempotent and safe to run often (the scheduled task runs it hourly); returns how many
+    receipts it completed.
+    """
+    now = now or timezone.now()
+    done = 0
+    for receipt in WorkspaceDeletion.objects.filter(purged_at__isnull=True, purge_after__lte=now):
+        for name in receipt.files:
+            Path(name).unlink(missing_ok=True)
+        for folder in {Path(name).parent for name in receipt.files}:
+            with contextlib.suppress(OSError):  # left alone if anything else is in it
+                folder.rmdir()
+        receipt.purged_at = now
+        receipt.save(update_fields=["purged_at"])
+        done += 1
+    return done
 
 
 def membership_add(*, workspace: Workspace, user: User, role: str = Membership.Role.OWNER) -> Membership:
@@ -316,6 +375,39 @@ def connection_touch(*, connection: Connection, now: datetime) -> None:
         Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - resolution), pk=connection.pk
     ).update(last_used_at=now)
     connection.last_used_at = now
+
+
+@transaction.atomic
+def zone_create(
+    *,
+    workspace: Workspace,
+    name: str,
+    trust: str,
+    max_token_ttl: timedelta | None,
+    created_by: User | None = None,
+) -> TrustZone:
+    """A new trust zone: a lowercase name unique in the workspace, its trust and its token cap."""
+    name = name.strip().lower()
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", name):
+        raise InvalidRequest("A zone's name is 1-64 lowercase letters, digits, - or _ (e.g. ci-bots).")
+    if trust not in TrustZone.Trust.values:
+        raise InvalidRequest(f"Unknown trust level {trust!r}.")
+    if TrustZone.objects.filter(workspace=workspace, name=name).exists():
+        raise InvalidRequest(f"There is already a zone named {name!r}.")
+    zone = TrustZone.objects.create(workspace=workspace, name=name, trust=trust, max_token_ttl=max_token_ttl)
+    audit_record(
+        workspace=workspace,
+        action=AuditEvent.Action.ZONE_EDIT,
+        actor=getattr(created_by, "username", "") or "operator",
+        user=created_by,
+        target=name,
+        detail={
+            "created": True,
+            "trust": trust,
+            "max_token_ttl": max_token_ttl.total_seconds() if max_token_ttl else None,
+        },
+    )
+    return zone
 
 
 @transaction.atomic

@@ -14,6 +14,7 @@ from console import selectors
 from console.access import Console, console_view, render_page, service_error
 from console.forms import (
     IssueTokenForm,
+    NewZoneForm,
     RevokeForm,
     ZoneForm,
 )
@@ -23,7 +24,7 @@ from workspaces.selectors import (
     connection_for_bearer,
     credential_refused,
 )
-from workspaces.services import connection_revoke, token_issue, zone_update
+from workspaces.services import connection_revoke, token_issue, zone_create, zone_update
 from workspaces.snippets import client_snippets
 
 
@@ -136,7 +137,30 @@ def zones(request: HttpRequest, console: Console) -> HttpResponse:
         )
         for zone in rows
     ]
-    return render_page(request, console, "zones.html", {"zones": forms})
+    new = NewZoneForm(prefix="new")
+    return render_page(request, console, "zones.html", {"zones": forms, "new_zone": new})
+
+
+@console_view(methods=("POST",), owner_only=True)
+def zone_new(request: HttpRequest, console: Console) -> HttpResponse:
+    form = NewZoneForm(request.POST, prefix="new")
+    if form.is_valid():
+        try:
+            zone = zone_create(
+                workspace=console.workspace,
+                name=form.cleaned_data["name"],
+                trust=form.cleaned_data["trust"],
+                max_token_ttl=form.cleaned_data["max_token_ttl"],
+                created_by=console.user,
+            )
+            messages.success(request, f"Created the {zone.name} zone.")
+        except UnforgetterError as exc:
+            service_error(request, exc)
+    else:
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, f"New zone: {error}")
+    return redirect("console:zones", console.workspace.slug)
 
 
 @console_view(methods=("POST",), owner_only=True)

@@ -6,6 +6,7 @@ identity.
 """
 
 from memory.context.compile import compile_bundle, item_payload, standing_parts_clear
+from memory.context.markdown import bundle_markdown
 from memory.context.serve import context_for_agent
 
-__all__ = ["compile_bundle", "context_for_agent", "item_payload", "standing_parts_clear"]
+__all__ = ["bundle_markdown", "compile_bundle", "context_for_agent", "item_payload", "standing_parts_clear"]

@@ -1,25 +1,30 @@
 """Compiling a bundle: the sections of what an agent needs for one task in one project.
 
 Sections by kind: `policies` (goal, policy, permission, identity: always included), `facts`
-(fact, decision, convention: ranked by full-text relevance to the task, kind weight and recency),
+(fact, decision, convention: ranked by relevance to the task, kind weight and recency),
 `open_threads`, `methods` (relevant to the task) and `pointers` (refs worth retrieving with
-search_memory that did not fit). Bounded by CONTEXT_MAX_ITEMS and CONTEXT_MAX_CHARS.
+search_memory that did not fit, each with why it was chosen). Relevance is memory.retrieval's
+hybrid ranking (the task's words and meaning, fused); near-duplicates take one slot
+(memory.context.duplicates). Bounded by CONTEXT_MAX_ITEMS and CONTEXT_MAX_CHARS.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+import numpy as np
 from django.conf import settings
 
 from memory import search
+from memory.context.duplicates import NearDuplicates
 from memory.context.standing import StandingCache, standing_key
 from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, Sections
 from memory.models import Fact, Kind, State
+from memory.retrieval import Ranked, hybrid_rank, project_vectors
 from memory.selectors import agent_facts
 from workspaces.models import Project
 from workspaces.scope import AgentScope
@@ -28,8 +33,9 @@ FACT_KINDS = (Kind.FACT, Kind.DECISION, Kind.CONVENTION)
 KIND_WEIGHT: dict[str, float] = {Kind.DECISION: 1.0, Kind.CONVENTION: 0.9, Kind.FACT: 0.75}
 RECENCY_HALF_LIFE_DAYS = 45.0
 CANDIDATES = 60
-# Matching rows scored per bundle (facts and methods together); see memory.search.CANDIDATE_CAP.
+# Ranked items considered per bundle (facts and methods together).
 RANK_CANDIDATES = 200
+WEAK_MATCH_SHARE = 0.25
 MAX_THREADS = 12
 RECENT = CANDIDATES // 3
 RESERVED_THREADS = 4
@@ -145,10 +151,16 @@ def standing_parts_clear() -> None:
     _standing_parts.clear()
 
 
+RECENT_WHY = "recent in this project"
+OPEN_WHY = "is open"
+
+
 @dataclass
 class _Ranked:
     facts: list[tuple[Fact, str]]
-    methods: list[Fact]
+    methods: list[tuple[Fact, str]]
+    # The stored vectors of the ranked items, to tell near-duplicates apart (empty without any).
+    vectors: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 class Ranking(Protocol):
@@ -163,28 +175,52 @@ class Ranking(Protocol):
     ) -> _Ranked: ...
 
 
-def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Fact]) -> _Ranked:
-    """Facts, decisions and conventions best first (each with why it was chosen), and methods.
+def _strong(hits: list[search.Hit]) -> list[search.Hit]:
+    """The lexical hits that match the task, per section (facts, methods).
 
-    One full-text pass scores facts and methods together (at most RANK_CANDIDATES matching rows),
-    and one fetch loads every chosen row: the rows, not the ranking, are the costly part.
+    A hit that shares only the task's commonest words with it scores a sliver of the best one
+    of its section: it is neither served for relevance nor offered as a pointer.
     """
-    hits = search.rank(
+    best: dict[bool, float] = {}
+    for hit in hits:
+        section = hit.kind == Kind.METHOD
+        best[section] = max(best.get(section, 0.0), hit.score)
+    return [hit for hit in hits if hit.score >= WEAK_MATCH_SHARE * best[hit.kind == Kind.METHOD]]
+
+
+def _why(hit: Ranked) -> str:
+    if hit.lexical and hit.semantic:
+        return "matches the task's words and meaning"
+    return "matches words of the task" if hit.lexical else "is close in meaning to the task"
+
+
+def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Fact]) -> _Ranked:
+    """Facts, decisions and conventions best first, and methods, each with why it was chosen.
+
+    One hybrid ranking (memory.retrieval: words and meaning, fused) scores facts and methods
+    together, and one fetch loads every chosen row: the rows, not the ranking, are the costly part.
+    """
+    vectors = project_vectors(project.pk)
+    hits = hybrid_rank(
+        items=agent_facts(scope, project),
         project_id=project.pk,
         data_classes=scope.visible_classes,
         states=[State.ACTIVE],
         kinds=(*FACT_KINDS, Kind.METHOD),
         query=task,
-        match="any",
         limit=RANK_CANDIDATES,
-        candidates=RANK_CANDIDATES,
+        vectors=vectors,
+        depth=RANK_CANDIDATES,
+        lexical_filter=_strong,
     )
     fact_hits = [hit for hit in hits if hit.kind != Kind.METHOD][:CANDIDATES]
-    method_ids = [hit.fact_id for hit in hits if hit.kind == Kind.METHOD][:MAX_METHODS]
+    method_hits = [hit for hit in hits if hit.kind == Kind.METHOD][:MAX_METHODS]
     relevance = {hit.fact_id: hit.score for hit in fact_hits}
+    why = {hit.fact_id: _why(hit) for hit in [*fact_hits, *method_hits]}
     top = max(relevance.values(), default=0.0) or 1.0
     rows = {f.pk: f for f in recent}
     recent_ids = list(rows)
+    method_ids = [hit.fact_id for hit in method_hits]
     missing = [i for i in dict.fromkeys([*relevance, *method_ids]) if i not in rows]
     if missing:
         rows.update((f.pk, f) for f in agent_facts(scope, project).filter(id__in=missing).only(*_ITEM_FIELDS))
@@ -196,8 +232,9 @@ def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recen
     facts = [rows[i] for i in dict.fromkeys([*relevance, *recent_ids]) if i in rows]
     ordered = sorted(facts, key=lambda f: (score(f), f.pk), reverse=True)
     return _Ranked(
-        facts=[(f, "matches the task" if f.pk in relevance else "recent in this project") for f in ordered],
-        methods=[rows[i] for i in method_ids if i in rows],
+        facts=[(f, why.get(f.pk, RECENT_WHY)) for f in ordered],
+        methods=[(rows[i], why[i]) for i in method_ids if i in rows],
+        vectors=vectors.vectors_of(rows) if vectors else {},
     )
 
 
@@ -207,13 +244,16 @@ def _fill(
     budget: _Budget,
     pointers: list[Pointer],
     served: list[str],
+    duplicates: NearDuplicates,
 ) -> None:
     max_pointers = settings.UNFORGETTER["CONTEXT_MAX_POINTERS"]
     for fact, why in candidates:
+        if duplicates.repeats(fact.pk, fact.text):
+            continue
         if budget.take(fact.text):
             section.append(item_payload(fact))
             served.append(fact.ref)
-        elif len(pointers) < max_pointers and why == "matches the task":
+        elif len(pointers) < max_pointers and why not in (RECENT_WHY, OPEN_WHY):
             pointers.append(
                 {"ref": fact.ref, "why": f"{fact.kind} that {why}; left out to keep the bundle bounded"}
             )
@@ -247,27 +287,22 @@ def compile_bundle(
         served.append(fact.ref)
 
     ranked = (ranking or _ranked)(scope, project, task, now, standing.recent)
+    duplicates = NearDuplicates(ranked.vectors)
     # Facts alone would fill any budget in a large project: each section keeps room for the first
     # few items of the sections after it (the newest open threads, the best methods).
     thread_room = standing.threads[:RESERVED_THREADS]
-    method_room = ranked.methods[:RESERVED_METHODS]
+    method_room = [m for m, _ in ranked.methods[:RESERVED_METHODS]]
     facts: list[ItemPayload] = []
-    _fill(facts, ranked.facts, budget.less(thread_room + method_room), pointers, served)
+    _fill(facts, ranked.facts, budget.less(thread_room + method_room), pointers, served, duplicates)
     budget.spend(facts)
 
     open_threads: list[ItemPayload] = []
-    threads = ((t, "is open") for t in standing.threads)
-    _fill(open_threads, threads, budget.less(method_room), pointers, served)
+    threads = ((t, OPEN_WHY) for t in standing.threads)
+    _fill(open_threads, threads, budget.less(method_room), pointers, served, duplicates)
     budget.spend(open_threads)
 
     methods: list[ItemPayload] = []
-    _fill(
-        methods,
-        ((m, "matches the task") for m in ranked.methods),
-        budget,
-        pointers,
-        served,
-    )
+    _fill(methods, ranked.methods, budget, pointers, served, duplicates)
 
     sections = Sections(
         project=ProjectBrief(id=project.slug, name=project.name, data_class=project.data_class),

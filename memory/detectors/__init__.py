@@ -24,6 +24,7 @@ __all__ = [
     "Risk",
     "Signal",
     "assess",
+    "find_attack",
     "find_injection",
     "find_secret",
     "normalise",
@@ -47,6 +48,12 @@ def scan(text: str) -> Signal | None:
 
 def _injection(text: str, view: View) -> Signal | None:
     return find_injection(text) or find_obfuscated(text, view, find_injection)
+
+
+def find_attack(text: str) -> Signal | None:
+    """A concrete attack only (injection, also once decoded; then a secret): for evidence, which is
+    shown to reviewers but not published, so quoting an attack there is not softened."""
+    return _injection(text, prepare(text)) or find_secret(text)
 
 
 def assess(text: str) -> Assessment:

@@ -18,6 +18,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator
 from typing import Final
+from urllib.parse import unquote
 
 from memory.detectors.normalisation import _CONFUSABLE_TABLE, View, prepare, word_set
 from memory.detectors.signal import KIND_INJECTION, Signal
@@ -95,6 +96,8 @@ _NEGATIONS: Final = ("never", "not", "dont", "donot", "nie", "jamais", "nunca", 
 def _squeeze(text: str) -> str:
     """Separators removed, combining marks stripped (so accents and Zalgo marks do not hide words)."""
     squeezed = _SEPARATORS_RE.sub("", text)
+    if squeezed.isascii():
+        return squeezed
     decomposed = unicodedata.normalize("NFD", squeezed)
     return unicodedata.normalize("NFC", _MARKS_RE.sub("", decomposed))
 
@@ -103,14 +106,32 @@ def _squeeze(text: str) -> str:
 _PHRASES: Final = tuple(dict.fromkeys(_squeeze(prepare(p).text) for p in _SQUEEZED_PHRASES))
 
 
+_PHRASES_RE: Final = re.compile("|".join(map(re.escape, sorted(_PHRASES, key=len, reverse=True))))
+
+
+# The dismissal verb of every phrase above: the phrase scan runs only if one of them is there.
+_STEMS: Final = tuple(
+    dict.fromkeys(
+        _squeeze(prepare(stem).text)
+        for stem in (
+            "ignor", "disregard", "forget", "reveal", "print", "show", "youarenow", "vergiss", "oubli",
+            "olvid",
+            "esque", "desconsider", "dimentic", "negeer", "vergeet", "glom", "zapomnij", "yok", "görmez",
+            "игнор", "проигнор", "забудь", "ігнор", "αγνο", "התעלם", "تجاهل", "نادیده", "अनदेखा", "忽略",
+            "无视", "無視", "무시", "boqua", "abaikan", "lupakan", "เพิกเฉย", "ไม่ต้องสนใจ", "puuza",
+        )
+    )
+)  # fmt: skip
+
+
 def _squeezed_phrase(text: str) -> bool:
     squeezed = _squeeze(text)
-    for phrase in _PHRASES:
-        index = squeezed.find(phrase)
-        while index != -1:
-            if not squeezed[max(0, index - 8) : index].endswith(_NEGATIONS):
-                return True
-            index = squeezed.find(phrase, index + 1)
+    if not any(map(squeezed.__contains__, _STEMS)):
+        return False
+    for match in _PHRASES_RE.finditer(squeezed):
+        index = match.start()
+        if not squeezed[max(0, index - 8) : index].endswith(_NEGATIONS):
+            return True
     return False
 
 
@@ -145,6 +166,79 @@ def _unobscured(text: str) -> str:
     return cleaned
 
 
+_HEX_RUN_RE: Final = re.compile(r"(?<![0-9a-fA-F])(?:[0-9a-fA-F]{2}){12,4096}(?![0-9a-fA-F])")
+_BINARY_RUN_RE: Final = re.compile(r"(?:[01]{8}[\s,]{1,3}){6,4096}[01]{8}")
+_UNICODE_ESCAPES_RE: Final = re.compile(r"(?:\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}){6,4096}")
+_A85_RE: Final = re.compile(r"<~[!-u\s]{8,8192}~>")
+_B85_RE: Final = re.compile(
+    r"(?<![0-9A-Za-z!#$%&()*+;<=>?@^_`{|}~-])[0-9A-Za-z!#$%&()*+;<=>?@^_`{|}~-]{30,8192}"
+)
+_MORSE_RE: Final = re.compile(r"(?:[.-]{1,6}[ ]{1,3}(?:/[ ]{1,3})?){8,4096}[.-]{1,6}")
+_MORSE_CODES: Final = (
+    ".- -... -.-. -.. . ..-. --. .... .. .--- -.- .-.. -- -. --- .--. --.- .-. ... - ..- ...- .-- -..- -.--"
+    " --.. ----- .---- ..--- ...-- ....- ..... -.... --... ---.. ----."
+)
+_MORSE: Final = {
+    code: letter
+    for letter, code in zip(
+        "abcdefghijklmnopqrstuvwxyz0123456789",
+        _MORSE_CODES.split(),
+        strict=True,
+    )
+}
+# Reversed gate words: a text written backwards is read backwards only if one of them is there.
+_REVERSED_GATE: Final = word_set("erongi dragersid snoitcurtsni tpmorp metsys suoiverp")
+
+
+def _readable(raw: bytes) -> str | None:
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    printable = sum(c.isprintable() or c.isspace() for c in decoded)
+    return decoded if decoded and printable >= 0.9 * len(decoded) and " " in decoded else None
+
+
+# A character each kind of run cannot do without: most texts skip most scans.
+_RUN_GATES: Final = {
+    "hex": "0123456789",
+    "binary": "01",
+    "escapes": "\\",
+    "ascii85": "~",
+    "base85": "{}~^`|",
+    "morse": "-",
+}
+
+
+_DECODERS: Final[tuple[tuple[str, re.Pattern[str], Callable[[str], bytes]], ...]] = (
+    ("hex", _HEX_RUN_RE, bytes.fromhex),
+    ("binary", _BINARY_RUN_RE, lambda run: bytes(int(b, 2) for b in re.findall(r"[01]{8}", run))),
+    ("escapes", _UNICODE_ESCAPES_RE, lambda run: run.encode().decode("unicode_escape").encode()),
+    ("ascii85", _A85_RE, lambda run: base64.a85decode(run, adobe=True)),
+    ("base85", _B85_RE, base64.b85decode),
+    ("morse", _MORSE_RE, lambda run: " ".join(
+        "".join(_MORSE.get(c, "?") for c in word.split()) for word in run.split("/")
+    ).encode()),
+)  # fmt: skip
+
+
+def _decoded_runs(text: str) -> Iterator[tuple[str, str]]:
+    """Text hidden as hex, binary, escapes, ASCII85/Base85 or Morse code (a few runs of each)."""
+    for how, pattern, decode in _DECODERS:
+        gate = _RUN_GATES[how]
+        if gate and not any(map(text.__contains__, gate)):
+            continue
+        for count, match in enumerate(pattern.finditer(text)):
+            if count >= _MAX_RUNS:
+                break
+            try:
+                readable = _readable(decode(match.group()))
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if readable is not None:
+                yield how, readable
+
+
 def variants(text: str, view: View) -> Iterator[tuple[str, str]]:
     """(how it was hidden, the decoded text) for each obfuscation found in ``text``."""
     cleaned = _unobscured(text)
@@ -152,8 +246,15 @@ def variants(text: str, view: View) -> Iterator[tuple[str, str]]:
         yield "escape sequences, combining marks or look-alike letters", cleaned
     if not _ROT13_GATE.isdisjoint(view.words):
         yield "rot13", codecs.decode(text, "rot13")
+    if not _REVERSED_GATE.isdisjoint(view.words):
+        yield "reversed text", text[::-1]
+    if "%" in text:
+        unquoted = unquote(text)
+        if unquoted != text:
+            yield "percent-encoding", unquoted
     for decoded in _base64_texts(text):
         yield "base64", decoded
+    yield from _decoded_runs(text)
 
 
 def find_obfuscated(text: str, view: View, find: Callable[[str], Signal | None]) -> Signal | None:

@@ -15,7 +15,7 @@ it matched, for the review console. See ``docs/detectors.md`` ("Risk signals").
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from memory.detectors.normalisation import View, prepare, word_set
@@ -45,9 +45,19 @@ class _Rule:
     # Or any of these words (the word set of the text).
     words: frozenset[str] = frozenset()
 
+    # One alternation of the literals: a single scan instead of one `in` per literal.
+    needle_re: re.Pattern[str] | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.needles:
+            object.__setattr__(self, "needle_re", re.compile("|".join(map(re.escape, self.needles))))
+
     def search(self, view: View) -> re.Match[str] | None:
-        gated = bool(self.needles or self.words)
-        if gated and not any(n in view.text for n in self.needles) and self.words.isdisjoint(view.words):
+        if self.needle_re is None and not self.words:
+            return self.pattern.search(view.text)
+        if self.words.isdisjoint(view.words) and (
+            self.needle_re is None or not self.needle_re.search(view.text)
+        ):
             return None
         return self.pattern.search(view.text)
 
@@ -280,13 +290,159 @@ _RULES: Final[tuple[_Rule, ...]] = (
 )
 
 
+# More rows per signal: what an injected web page, issue or tool output says to the agent reading it.
+_MORE_RULES: Final[tuple[_Rule, ...]] = (
+    _Rule(
+        "addressed_to_agents",
+        "Speaks to the agent that will read it (its reply, its instructions, its context).",
+        re.compile(
+            r"\byour\s+(?:repl(?:y|ies)|answers?|responses?|summar(?:y|ies)|output|context(?:\s+window)?"
+            r"|instructions|rules|guidelines|system\s+(?:prompt|message)|memory|prompt|restrictions|safety"
+            r"|filters|programming|training)\b"
+            r"|\b(?:ai|llm)\s+(?:coding\s+)?(?:agents?|assistants?|models?)\s+(?:reading|processing|integrating"
+            r"|using|should|must|need\s+to|have\s+to)\b|\bfor\s+(?:ai|llm)\s+(?:coding\s+)?(?:agents?|assistants?)\b"
+            r"|\b(?:agents?|assistants?)\s+reading\s+this\b"
+        ),
+        words=word_set("your ai llm agent agents assistant assistants"),
+    ),
+    _Rule(
+        "future_behaviour",
+        "Tells the reader what to do when it next answers, summarises or reads.",
+        re.compile(
+            r"\b(?:before|when|after|whenever|once)\s+you\s+(?:answer|reply|respond|summari[sz]e|process|read)\b"
+            r"|\bon\s+the\s+next\s+(?:user\s+)?(?:message|turn|request|reply|prompt)\b"
+            r"|\bin\s+(?:every|all|each|any)\s+(?:future\s+)?(?:repl(?:y|ies)|summar(?:y|ies))\b"
+            r"|\b(?:end|ende|fin|final|fine)\b[^\n.]{0,12}?\b(?:every|each|any|your|jeder|toute|cualquier|ogni)\s+"
+            r"(?:repl(?:y|ies)|responses?|answers?|summar(?:y|ies)|antwort|réponse|respuesta|risposta)"
+            r"|\b(?:ab\s+jetzt|von\s+nun\s+an|désormais|dorénavant|a\s+partir\s+de\s+ahora|da\s+ora\s+in\s+poi"
+            r"|ahora\s+est[aá]s)\b|\brepeat\s+(?:it|this)\s+(?:verbatim\s+)?in\s+every\b"
+        ),
+        words=word_set(
+            "you next every all each any end ende fin final fine jetzt nun désormais dorénavant ahora ora"
+            " repeat"
+        ),
+    ),
+    _Rule(
+        "authority_claim",
+        "Poses as a system notice or an override.",
+        re.compile(
+            r"(?:^|\n|[\[(*#>])\s{0,3}(?:system|sys)\s*(?:note|notice|message|update|alert|instruction|hinweis)s?\b"
+            r"|\bsystemhinweis\b|\bnote\s+syst[eè]me\b|\bnota\s+(?:del|di)\s+sistema\b|\bimportant\s+system\b"
+            r"|(?:^|\n|[\[(*#>])\s{0,3}override\s*[:\]]"
+        ),
+        words=word_set("system sys systemhinweis note nota important override"),
+    ),
+    _Rule(
+        "tool_directive",
+        "Tells the reader to call a tool.",
+        re.compile(
+            r"\b(?:call|invoke|trigger)\s+(?:the\s+)?[a-z][a-z0-9]{1,20}_[a-z0-9_]{2,40}\b"
+            r"|\buse\s+(?:the\s+)?[a-z][a-z0-9]{1,20}_[a-z0-9_]{2,40}\s+(?:tool\s+)?(?:to|with|on|for)\b"
+            r"|\buse\s+the\s+[\w-]{1,30}\s+tool\s+(?:with|to|on)\b"
+        ),
+        words=word_set("call invoke trigger use"),
+    ),
+    _Rule(
+        "exfiltration_request",
+        "Asks readers to send data to an address or outside.",
+        re.compile(
+            r"\b(?:e-?mail|send|forward|mail|upload|post|transfer|share|leak|envoie|envoyer|envía|enviar|invia"
+            r"|inviare|sende|schicke|senden)(?:-les|-los)?\b[^\n]{0,40}?\b(?:data|donnees|données|datos|dati|daten"
+            r"|lists?|records?|customers?|clients?|database|contents?|history|everything|all|files?|summar(?:y|ies)"
+            r"|reports?|credentials?|keys?|tokens?|passwords?|secrets?|it|them|les|los|li)\b"
+            r"[^\n]{0,60}?(?:[\w.+-]{1,64}@[\w-]{1,63}\.[a-z]{2,}"
+            r"|\bexternal(?:ly)?\b|\bexterne\b|\bexterna\b)"
+        ),
+        words=word_set(
+            "email e mail send forward upload post transfer share leak envoie envoyer envía enviar invia"
+            " inviare"
+            " sende schicke senden"
+        ),
+    ),
+    _Rule(
+        "prompt_leak",
+        "Asks the reader to reveal its instructions, system prompt or context.",
+        re.compile(
+            r"\b(?:reveal|print|printing|output|show|display|list|repeat|dump|leak|verrate|zeig|zeige|gib|révèle"
+            r"|revele|montre|revela|muestra|rivela|mostra|summary\s+of)\b[^\n.]{0,60}?(?:system\s*(?:prompt|message"
+            r"|instructions?)|systemanweisung\w*|systemprompt|instructions?\s+(?:système|systeme|del\s+sistema"
+            r"|di\s+sistema)|istruzioni\s+di\s+sistema|instrucciones\s+del\s+sistema|hidden\s+(?:instructions?"
+            r"|messages?|prompts?|rules)|developer\s+(?:message|prompt|instructions)|context\s+window"
+            r"|(?:operating|initial|original|hidden|secret)\s+instructions|instructions\s+you\s+were\s+given"
+            r"|your\s+(?:instructions|rules|prompt))"
+        ),
+        words=word_set(
+            """reveal print printing output show display list repeat dump leak verrate zeig zeige gib révèle
+            revele montre revela muestra rivela mostra summary"""
+        ),
+    ),
+    _Rule(
+        "jailbreak",
+        "Lifts the reader's restrictions or safety rules.",
+        re.compile(
+            r"\b(?:no|without|sin|sans|senza|ohne|keine?)\s+(?:any\s+)?(?:restrictions?|limits?|limitations"
+            r"|filters?|filtro|rules|regeln|restricciones|restrizioni|limites|einschränkungen|censorship)\b"
+            r"|\b(?:unrestricted|uneingeschränkt\w*|unfiltered|uncensored|jailbr(?:oken|eak)|developer\s+mode"
+            r"|modo\s+desarrollador|modalità\s+sviluppatore|mode\s+développeur|entwicklermodus|god\s+mode)\b"
+            r"|\b(?:safety|security|content)\s+(?:protocols?|polic(?:y|ies)|guidelines|rules|filters?|stuff|checks)"
+            r"\s+(?:are\s+|is\s+|have\s+been\s+)?(?:disabled|off|suspended|lifted|waived|do\s+not\s+apply"
+            r"|don't\s+apply|no\s+longer\s+apply)"
+            r"|\b(?:ignore|disregard|bypass|skip)\s+(?:the\s+|all\s+|any\s+)?(?:\w+\s+)?(?:safety|content\s+policy"
+            r"|guidelines|restrictions|guardrails)\b"
+            r"|\bexempt\s+from\s+(?:the\s+)?(?:usual\s+)?(?:restrictions|rules|polic(?:y|ies)|reviews?|guidelines)"
+            r"|\b(?:sicherheitsrichtlinien|linee\s+guida\s+di\s+sicurezza|règles\s+de\s+sécurité"
+            r"|regles\s+de\s+securite|reglas\s+de\s+seguridad)\b[^\n.]{0,30}?\b(?:nicht|non|ne|no)\b"
+        ),
+        words=word_set(
+            """no without sin sans senza ohne kein keine unrestricted uneingeschränkt uneingeschränkte
+            unfiltered
+            uncensored jailbroken jailbreak developer modo modalità mode entwicklermodus god safety security
+            content ignore disregard bypass skip exempt sicherheitsrichtlinien linee règles regles reglas"""
+        ),
+    ),
+    _Rule(
+        "role_markup",
+        "Forges a reasoning trace, a speaker's turn or a hidden comment.",
+        re.compile(
+            r"<\s{0,2}/?\s{0,2}(?:thinking|think|reasoning|scratchpad|analysis|inner_monologue)\s{0,2}>"
+            r"|\((?:assistant|system|user|developer)\)\s*:"
+            r"|\b(?:as\s+an?\s+assistant|como\s+asistente|als\s+assistent|en\s+tant\s+qu'assistant"
+            r"|come\s+assistente)\s*,?\s+(?:i|ya|ich|j'|ho)\b|<!--"
+        ),
+        needles=("<", "(", "assist"),
+    ),
+    _Rule(
+        "decode_and_follow",
+        "Asks the reader to decode or translate something and then act on it.",
+        re.compile(
+            r"\b(?:decode|translate|decipher|convert|unscramble|reverse|read)\b[^\n]{0,80}?\b(?:execute|follow"
+            r"|do\s+(?:exactly\s+)?what|comply|obey|carry\s+out|act\s+on|run\s+it)\b"
+        ),
+        words=word_set("decode translate decipher convert unscramble reverse read"),
+    ),
+    _Rule(
+        "command_or_code",
+        "Contains SQL that destroys data.",
+        re.compile(r"\bdrop\s+(?:table|database|schema)\b|;\s*--"),
+        needles=("drop", ";"),
+    ),
+)
+
+
+_ALL_RULES: Final = (*_RULES, *_MORE_RULES)
+
+
 def find_risks(text: str, view: View | None = None) -> list[Risk]:
     """Every risk signal in ``text`` (one per label, in table order) with the excerpt it matched."""
     view = view or prepare(text)
     found: list[Risk] = []
-    for rule in _RULES:
+    labels: set[str] = set()
+    for rule in _ALL_RULES:
+        if rule.label in labels:
+            continue
         match = rule.search(view)
         if match is not None:
+            labels.add(rule.label)
             found.append(Risk(rule.label, rule.detail, _excerpt(view.text, match.start(), match.end())))
     return found
 
@@ -300,8 +456,12 @@ def _excerpt(text: str, start: int, end: int) -> str:
 
 
 _TOKEN_RE: Final = re.compile(r"(?<![\w/+.=-])[A-Za-z0-9_+/=-]{24,1024}(?![\w/+=-])")
-_HEX_RE: Final = re.compile(r"[0-9a-fA-F]+")  # digests and commit ids are not blobs to decode
-_ENCODED_RE: Final = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}|(?:\\x[0-9a-fA-F]{2}){8,}|(?:%[0-9a-fA-F]{2}){8,}")
+_HEX_RE: Final = re.compile(r"[0-9a-fA-F]+")
+_DIGEST_LENGTHS: Final = frozenset({32, 40, 56, 64, 96, 128})  # digests and commit ids are not blobs
+_ENCODED_RE: Final = re.compile(
+    r"[A-Za-z0-9+/]{40,}={0,2}|(?:\\x[0-9a-fA-F]{2}){8,}|(?:%[0-9a-fA-F]{2}){8,}|(?:\\u[0-9a-fA-F]{4}){6,}"
+    r"|(?:[01]{8}[\s,]{1,3}){6,}|(?:[.-]{1,6} {1,3}(?:/ {1,3})?){12,}|<~"
+)
 
 
 def find_token_risks(text: str) -> list[Risk]:
@@ -321,7 +481,14 @@ def find_token_risks(text: str) -> list[Risk]:
                 "Contains a long random-looking string that may be a credential.",
                 f"{value[:4]}… ({len(value)} characters)",
             )
-    encoded = next((m for m in _ENCODED_RE.finditer(text) if not _HEX_RE.fullmatch(m.group())), None)
+    encoded = next(
+        (
+            m
+            for m in _ENCODED_RE.finditer(text)
+            if not (_HEX_RE.fullmatch(m.group()) and len(m.group()) in _DIGEST_LENGTHS)
+        ),
+        None,
+    )
     if encoded is not None:
         found["encoded_blob"] = Risk(
             "encoded_blob",

@@ -55,6 +55,8 @@ def read_items(
         "markdown": markdown_items,
         "mcp-memory": knowledge_graph_items,
     }
+    if fmt in (*streamed, "mem0") and not path.is_file():
+        raise InvalidRequest(f"A {fmt} import takes a file; {path.name} is not one.")
     if fmt in streamed:
         with ExitStack() as stack:
             try:

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from memory.conflicts import older_decision_cited
 from memory.models import Fact, Kind, Proposal, State, Taint, Watermark
 from memory.refs import new_ref
 from memory.services.facts import project_touch
@@ -28,6 +29,7 @@ from memory.services.publishing import publication_record
 from memory.services.taint_prints import prints_record
 from memory.validation import (
     change_check,
+    cited_refs,
     forged_evidence,
     proposal_findings,
     provenance_present,
@@ -99,6 +101,8 @@ class _Batch:
         now = timezone.now()
         self.workspace = workspace
         refs = {p.supersedes or p.target for p in proposals} - {""}
+        # What updates cite, to tell an update that revives an older decision (memory.conflicts).
+        refs.update(ref for p in proposals if p.op == Proposal.Op.UPDATE_FACT for ref in _cited(p))
         self.facts: dict[str, Fact] = {
             f.ref: f for f in Fact.objects.filter(workspace=workspace, ref__in=refs)
         }
@@ -126,6 +130,13 @@ class _Batch:
             p.pk: p for p in Project.objects.filter(pk__in={p.project_id for p in proposals})
         }
         self.touched_projects: set[int] = set()
+
+
+def _cited(proposal: Proposal) -> list[str]:
+    evidence = (
+        [e for e in proposal.evidence if isinstance(e, dict)] if isinstance(proposal.evidence, list) else []
+    )
+    return cited_refs(text=proposal.text, evidence=evidence, base=proposal.supersedes)
 
 
 def _validate(batch: _Batch, proposal: Proposal) -> tuple[Fact | None, list[dict[str, str]]]:
@@ -176,6 +187,11 @@ def _validate(batch: _Batch, proposal: Proposal) -> tuple[Fact | None, list[dict
                 Proposal.Reason.CONFLICT,
                 f"{change.base} is {base.state} now: a newer decision came first. Re-read and propose again.",
             )
+        if change.op == Proposal.Op.UPDATE_FACT:
+            cited = [f for r in _cited(proposal) if (f := batch.facts.get(r)) and f.project_id == project.pk]
+            older = older_decision_cited(base=base, text=proposal.text, evidence=evidence, cited=cited)
+            if older is not None:
+                raise Rejection(Proposal.Reason.CONFLICT, older)
 
     if not provenance_present(evidence):
         raise Rejection(Proposal.Reason.PROVENANCE, "No evidence says what the change rests on.")

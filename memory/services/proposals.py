@@ -18,7 +18,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Required, TypedDict
 
 from django.conf import settings
@@ -32,6 +32,7 @@ from memory.dispatch import consolidation_enqueue
 from memory.evidence import ref_hazard
 from memory.exceptions import DuplicateRequest
 from memory.models import Fact, Kind, Proposal, Taint
+from memory.redaction import redact
 from memory.rules import (
     MAX_EVIDENCE_ITEMS,
     MAX_EVIDENCE_REF,
@@ -128,7 +129,13 @@ def _stored_request_form(proposal: Proposal) -> str:
 def _replay(
     existing: Proposal, *, project_id: str, change: Mapping[str, Any], evidence: Sequence[Mapping[str, Any]]
 ) -> Submitted:
+    # The original was stored with its secrets redacted; so is what this call sent, to compare.
     normalised = dict(change)
+    normalised["text"] = redact(str(change.get("text") or ""))
+    evidence = [
+        {**e, "ref": redact((e.get("ref") or "").strip()), "text": redact(e.get("text") or "")}
+        for e in evidence
+    ]
     if normalised.get("op") == Proposal.Op.ADD_FACT:
         normalised["kind"] = normalised.get("kind") or Kind.FACT
     else:
@@ -166,6 +173,7 @@ def _evidence_check(evidence: Sequence[Mapping[str, Any]], scope: AgentScope) ->
         hazard = ref_hazard(ref) if ref else None
         counted = UNTRUSTED if scope.is_low_trust or hazard is not None else claimed
         entry: dict[str, Any] = {"claimed": claimed, "trust": counted}
+        ref, text = redact(ref), redact(text)
         if ref:
             entry["ref"] = ref
         if hazard is not None:
@@ -327,6 +335,7 @@ def _prepare(reads: _Reads, change: ProposedChange) -> Submitted:
     _rate_check(scope)
 
     checked = change_check(**change_args)
+    checked = replace(checked, text=redact(checked.text))  # secrets are never stored in clear
     project = reads.project()
     target_fact = _target_resolve(reads, project, checked)
     stored_evidence = _evidence_check(evidence, scope)

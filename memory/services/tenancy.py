@@ -11,7 +11,7 @@ from django.db import transaction
 
 from memory.models import Fact
 from memory.services.publishing import publication_bootstrap
-from workspaces.models import Workspace
+from workspaces.models import Workspace, WorkspaceDeletion
 from workspaces.services import workspace_create, workspace_delete
 
 
@@ -24,14 +24,17 @@ def workspace_open(*, slug: str, name: str = "", owner: User | None = None) -> W
 
 
 @transaction.atomic
-def workspace_erase(*, workspace: Workspace, confirm: str) -> dict[str, int]:
+def workspace_erase(
+    *, workspace: Workspace, confirm: str, deleted_by: User | None = None
+) -> WorkspaceDeletion:
     """Delete a workspace and everything in it: memory, proposals, credentials, audit.
 
     Served paths stop at once: credentials and items are gone from the database, and compiled
     bundles are keyed by credentials that no longer authenticate. `confirm` must repeat the slug.
+    Returns the deletion receipt (what was removed; when the server's exports of it are purged).
     """
     # Supersession links are PROTECT (history must not vanish one row at a time); a whole
     # workspace goes at once, so they are unlinked first.
     if confirm == workspace.slug:
         Fact.objects.filter(workspace=workspace).update(supersedes=None)
-    return workspace_delete(workspace=workspace, confirm=confirm)
+    return workspace_delete(workspace=workspace, confirm=confirm, deleted_by=deleted_by)

@@ -51,6 +51,8 @@ def test_a_trusted_agents_risky_proposal_is_held_with_its_signals_and_the_owner_
     assert "addressed_to_agents" in page
     assert "every ai assistant" in page
     assert 'id="approve"' in page
+    queue = owner.get(reverse("console:queue", args=["acme"])).content.decode()
+    assert "held for addressed_to_agents, future_behaviour, reading_change" in queue
     owner.post(reverse("console:approve", args=["acme", proposal.seq]), {"note": "Checked."})
     proposal.refresh_from_db()
     assert proposal.status == Proposal.Status.PUBLISHED

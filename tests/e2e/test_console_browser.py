@@ -12,6 +12,7 @@ thread (`off_loop`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -362,7 +363,14 @@ def test_keyboard_only_sign_in_and_review(live: LiveServer, scene: dict[str, Any
     page = context.new_page()
     page.goto(f"{live.url}/console/login/")
     # The username field takes focus on load (autofocus): type without clicking anything.
-    page.wait_for_function("document.activeElement && document.activeElement.id === 'id_username'")
+    # Polled from Python: wait_for_function evaluates its predicate with eval() inside the page,
+    # which the sign-in page's CSP (script-src 'self') refuses once the first check fails.
+    focused = ""
+    deadline = time.monotonic() + 10
+    while focused != "id_username" and time.monotonic() < deadline:
+        focused = page.evaluate("document.activeElement ? document.activeElement.id : ''")
+        time.sleep(0.05)
+    assert focused == "id_username"
     page.keyboard.type(scene["owner"])
     page.keyboard.press("Tab")
     page.keyboard.type("correct-horse-battery")

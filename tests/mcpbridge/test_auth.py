@@ -172,10 +172,14 @@ def test_protected_resource_metadata_answers_at_both_paths(live, path: str) -> N
     assert "memory:read" in body["scopes_supported"]
 
 
-def test_healthz_answers_ok(live) -> None:
+def test_healthz_and_readyz_answer_ok(live) -> None:
+    # /healthz is liveness (the process serves); the database is /readyz's to check.
     response = httpx.get(f"{live.url}/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok"}
+    assert response.json() == {"status": "ok"}
+    ready = httpx.get(f"{live.url}/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["database"] == "ok"
 
 
 def test_a_valid_token_in_the_raw_modern_era_gets_a_json_result(tenant: Tenant, live) -> None:

@@ -12,20 +12,15 @@ from django.db import connection
 from mcpbridge.schemas import GetContextArgs, ListProjectsArgs, SearchMemoryArgs
 from mcpbridge.server import _get_context, _list_projects, _search_memory
 from memory.cursors import cursor_make
+from memory.embeddings import embedder
 from memory.exceptions import InvalidCursor
-from memory.search import common_terms
+from memory.services.embeddings import embeddings_refresh
 from tests.conftest import Tenant
 from tests.readpath import _fresh_bundle_cache, add_item  # noqa: F401
 from workspaces.scope import AgentScope
 from workspaces.selectors import connection_for_bearer
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _common_terms_loaded() -> None:
-    # The common-word statistics are read once per process every few minutes, not per call.
-    common_terms.get()
 
 
 def _as_verified(token: str) -> AgentScope:
@@ -62,7 +57,8 @@ def test_get_context_queries_when_compiled(memory: Tenant, django_assert_num_que
     scope = _as_verified(token)
     args = GetContextArgs(project_id="platform", task="deploy the release train")
     # project, publication, the standing items (policies, open threads, newest facts: one
-    # statement), one ranking of facts and methods, the ranked rows, the ContextRequest insert.
+    # statement), the project's newest vector id (none here), one ranking of facts and methods,
+    # the ranked rows, the ContextRequest insert.
     with django_assert_num_queries(COMPILED):
         bundle = _get_context(scope, args)
     assert bundle["facts"]
@@ -94,12 +90,30 @@ def test_get_context_queries_with_a_project_list(memory: Tenant, django_assert_n
 def test_search_memory_queries(memory: Tenant, django_assert_num_queries) -> None:
     token, _ = memory.issue()
     scope = _as_verified(token)
-    with django_assert_num_queries(SEARCH):  # project, ranking, rows (and excerpts)
+    # project, the newest vector id (none here), ranking, rows (and excerpts)
+    with django_assert_num_queries(SEARCH):
         page = _search_memory(scope, SearchMemoryArgs(project_id="platform", query="deploy"))
     assert len(page["results"]) == 10
     assert page["cursor"]
     with django_assert_num_queries(SEARCH):
         _search_memory(scope, SearchMemoryArgs(project_id="platform", query="deploy", cursor=page["cursor"]))
+
+
+@pytest.mark.skipif(embedder() is None, reason="the local model's package is not installed")
+def test_hybrid_reads_add_one_check_of_the_vector_candidates(
+    memory: Tenant, django_assert_num_queries
+) -> None:
+    embeddings_refresh()
+    token, _ = memory.issue()
+    scope = _as_verified(token)
+    search = SearchMemoryArgs(project_id="platform", query="how do we ship a service?")
+    _search_memory(scope, search)  # loads the project's vector index (once per process)
+    # ... then the newest vector id, and the check of the neighbours against the scope.
+    with django_assert_num_queries(SEARCH + 1):
+        page = _search_memory(scope, search)
+    assert any(r["why"] != "matches words of the query" for r in page["results"])
+    with django_assert_num_queries(COMPILED + 1):
+        _get_context(scope, GetContextArgs(project_id="platform", task="ship a service to production"))
 
 
 def test_search_memory_queries_by_ref(memory: Tenant, django_assert_num_queries) -> None:
@@ -124,7 +138,7 @@ def test_search_memory_refuses_a_bad_cursor_before_searching(
         _search_memory(verified, SearchMemoryArgs(project_id="platform", query="deploy", cursor=other))
 
 
-COMPILED = 6
+COMPILED = 7
 CACHED = 2
 # PostgreSQL loads the rows with their excerpts; SQLite reads excerpts from its FTS5 table.
-SEARCH = 3 if connection.vendor == "postgresql" else 4
+SEARCH = 4 if connection.vendor == "postgresql" else 5

@@ -111,6 +111,7 @@ def test_an_id_key_is_a_foreign_id_too(tenant: Tenant, tmp_path: Path) -> None:
         ('{"text": "x", "id": [1]}', "must be a string"),
         ('{"text": "x", "taint": "dirty"}', "taint 'dirty'"),
         ('{"text": "x", "supersedes": "nowhere_123456"}', "neither in the import nor here"),
+        ('{"id": "loop", "text": "x", "supersedes": "loop"}', "loops back to itself"),
     ],
 )
 def test_bad_identities_name_their_line_and_keep_nothing(
@@ -324,6 +325,15 @@ def test_the_format_can_be_forced_and_a_wrong_one_is_named(tenant: Tenant, tmp_p
         run("import_memory", "acme", "platform", str(path), "--format", "mcp-memory")
     with pytest.raises(CommandError, match="basic-memory import takes a folder"):
         run("import_memory", "acme", "platform", str(path), "--format", "basic-memory")
+    for fmt in ("jsonl", "markdown", "mcp-memory", "mem0"):
+        with pytest.raises(CommandError, match=f"A {fmt} import takes a file"):
+            run("import_memory", "acme", "platform", str(tmp_path), "--format", fmt)
+    (tmp_path / "latin1.jsonl").write_bytes(b'{"text": "caf\xe9"}\n')
+    with pytest.raises(CommandError, match="not UTF-8"):
+        run("import_memory", "acme", "platform", str(tmp_path / "latin1.jsonl"))
+    (tmp_path / "broken.zip").write_bytes(b"not a zip")
+    with pytest.raises(CommandError, match="not a readable zip"):
+        run("import_memory", "acme", "platform", str(tmp_path / "broken.zip"))
 
 
 @pytest.mark.django_db(transaction=True)
@@ -338,3 +348,25 @@ def test_imported_items_are_served_with_their_origin(tenant: Tenant, tmp_path: P
     assert [r["provenance"]["origin"] for r in found] == ["note-12"]
     bundle = client.ok("get_context", {"project_id": "platform", "task": "webhooks retry"})
     assert [item["provenance"]["origin"] for item in bundle["facts"]] == ["note-12"]
+
+
+class _Terminal(StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_long_imports_and_exports_draw_a_progress_bar_on_a_terminal_only(
+    tenant: Tenant, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_jsonl(tmp_path / "items.jsonl", [{"text": f"Item {i}."} for i in range(3)])
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    run("import_memory", "acme", "platform", str(path))
+    run("export_workspace", "acme", str(tmp_path / "out.zip"))
+    drawn = terminal.getvalue()
+    assert "importing [############################]          3 / 3 items" in drawn
+    assert "exporting [############################]          3 / 3 items" in drawn
+    piped = StringIO()
+    monkeypatch.setattr("sys.stderr", piped)
+    run("import_memory", "acme", "platform", str(path))
+    assert piped.getvalue() == ""

@@ -220,3 +220,37 @@ def test_a_cursor_reveals_no_internal_id_and_survives_a_key_rotation(tenant: Ten
             "search_memory", {"project_id": "platform", "query": "webhook", "cursor": first}
         )
     assert refused["code"] == "invalid_cursor"
+
+
+def _engineering_notes(tenant: Tenant) -> dict[str, str]:
+    platform = tenant.projects["platform"]
+    notes = {
+        "retry": "invoice-worker retries failed payments 5 times with exponential backoff.",
+        "owner": "The invoice-worker is owned by the billing team.",
+        "deploy": "Deploys of the web frontend go out every Tuesday.",
+        "backoff": "The email sender uses a fixed backoff of 30 seconds.",
+    }
+    for i in range(12):
+        add_item(platform, f"Service {i} logs to the central collector.")
+    return {key: add_item(platform, text).ref for key, text in notes.items()}
+
+
+def test_a_question_finds_the_fact_whose_words_it_uses(tenant: Tenant, sdk, mode: str) -> None:
+    refs = _engineering_notes(tenant)
+    token, _ = tenant.issue()
+    question = "How many times does invoice-worker retry, and with what backoff?"
+    page = sdk(token, mode).ok("search_memory", {"project_id": "platform", "query": question})
+    found = [r["ref"] for r in page["results"]]
+    # The item with every telling word first; items with some of them after it.
+    assert found[0] == refs["retry"]
+    assert {refs["owner"], refs["backoff"]} <= set(found)
+    assert refs["deploy"] not in found
+
+
+def test_stop_words_and_punctuation_do_not_change_the_answer(tenant: Tenant, sdk, mode: str) -> None:
+    refs = _engineering_notes(tenant)
+    token, _ = tenant.issue()
+    client = sdk(token, mode)
+    asked = client.ok("search_memory", {"project_id": "platform", "query": "Who owns the invoice-worker?!"})
+    keywords = client.ok("search_memory", {"project_id": "platform", "query": "owned invoice worker"})
+    assert asked["results"][0]["ref"] == keywords["results"][0]["ref"] == refs["owner"]

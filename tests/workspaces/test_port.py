@@ -7,12 +7,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.processes import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -66,7 +67,9 @@ def test_port_alone_moves_every_printed_url(tmp_path: Path) -> None:
     )
     try:
         challenge = ""
-        for _ in range(100):
+
+        def challenged() -> bool:
+            nonlocal challenge
             try:
                 request = urllib.request.Request(
                     f"http://127.0.0.1:{port}/mcp", data=b"{}", headers={"Content-Type": "application/json"}
@@ -74,9 +77,13 @@ def test_port_alone_moves_every_printed_url(tmp_path: Path) -> None:
                 urllib.request.urlopen(request, timeout=2)
             except urllib.error.HTTPError as refused:
                 challenge = refused.headers.get("WWW-Authenticate", "")
-                break
+                return True
             except OSError:
-                time.sleep(0.2)
+                return False
+            return True
+
+        # A deadline for the server to start (a loaded machine can take a while), not a timing test.
+        wait_until(challenged, timeout=90, what="the server to answer on its port", interval=0.2)
         assert (
             f'resource_metadata="http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"'
             in challenge

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from django.conf import settings
 from django.utils import timezone
 
@@ -13,7 +14,12 @@ from unforgetter.celery import app
 def test_beat_schedule_names_only_registered_tasks() -> None:
     app.loader.import_default_modules()
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
-    assert scheduled == {"memory.publish_heartbeat", "workspaces.prune_oauth_clients"}
+    assert scheduled == {
+        "memory.publish_heartbeat",
+        "memory.embed_pending",
+        "workspaces.prune_oauth_clients",
+        "workspaces.purge_deleted_workspaces",
+    }
     assert scheduled <= set(app.tasks)
 
 
@@ -32,3 +38,34 @@ def test_prune_task_deletes_a_stale_self_registered_client(db: None) -> None:
     Application.objects.update(created=timezone.now() - timedelta(days=30))
     assert prune_oauth_clients.apply().get() == 1
     assert not Application.objects.exists()
+
+
+def test_purge_task_completes_receipts_past_their_retention(db: None, tmp_path: object) -> None:
+    from workspaces.models import WorkspaceDeletion
+    from workspaces.tasks import purge_deleted_workspaces
+
+    due = WorkspaceDeletion.objects.create(
+        slug="gone", name="Gone", purge_after=timezone.now() - timedelta(seconds=1)
+    )
+    later = WorkspaceDeletion.objects.create(
+        slug="soon", name="Soon", purge_after=timezone.now() + timedelta(days=1)
+    )
+    assert purge_deleted_workspaces.apply().get() == 1
+    due.refresh_from_db()
+    later.refresh_from_db()
+    assert due.purged_at is not None
+    assert later.purged_at is None
+
+
+def test_embed_task_embeds_items_without_a_vector(db: None) -> None:
+    from memory.embeddings import embedder
+    from memory.models import Embedding
+    from memory.tasks import embed_pending
+    from tests.conftest import make_tenant
+    from tests.readpath import add_item
+
+    if embedder() is None:
+        pytest.skip("the local model's package is not installed")
+    item = add_item(make_tenant("tasks").projects["platform"], "Deploys go out on Tuesdays.")
+    assert embed_pending.apply().get() == 1
+    assert Embedding.objects.filter(fact=item).count() == 1

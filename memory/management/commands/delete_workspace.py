@@ -6,10 +6,14 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from memory.services import workspace_erase
 from workspaces.management.base import service_call, workspace_or_fail
+from workspaces.receipts import receipt_lines
 
 
 class Command(BaseCommand):
-    help = "Delete a workspace and all it holds. Irreversible: --confirm must repeat the workspace's slug."
+    help = (
+        "Delete a workspace and all it holds, and print the deletion receipt. Irreversible: --confirm "
+        "must repeat the workspace's slug. The server's exports of it are purged after the retention window."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("workspace")
@@ -17,6 +21,5 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         workspace = workspace_or_fail(options["workspace"])
-        counts = service_call(workspace_erase, workspace=workspace, confirm=options["confirm"])
-        summary = ", ".join(f"{n} {label.split('.')[-1]}" for label, n in sorted(counts.items()) if n)
-        self.stdout.write(f"Deleted workspace {options['workspace']}: {summary}.")
+        receipt = service_call(workspace_erase, workspace=workspace, confirm=options["confirm"])
+        self.stdout.write("\n".join(receipt_lines(receipt)))

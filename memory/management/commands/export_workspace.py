@@ -6,7 +6,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.exports import workspace_export
+from memory.models import Fact
 from workspaces.management.base import workspace_or_fail
+from workspaces.management.progress import ProgressBar
 
 
 class Command(BaseCommand):
@@ -21,5 +23,9 @@ class Command(BaseCommand):
         output: Path = options["output"]
         if output.suffix != ".zip" and output.exists() and any(output.iterdir()):
             raise CommandError(f"{output} exists and is not empty; choose a new directory or a .zip path.")
-        written = workspace_export(workspace=workspace, output=output)
+        bar = ProgressBar("exporting", total=Fact.objects.filter(workspace=workspace).count())
+        try:
+            written = workspace_export(workspace=workspace, output=output, progress=bar.update)
+        finally:
+            bar.close()
         self.stdout.write(f"Exported {workspace.slug} to {written}.")

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memory.imports import memory_import
+from memory.imports import import_statistics_refresh, memory_import
 from memory.readers import FORMATS, detect_format
 from workspaces.management.base import project_or_fail, service_call, workspace_or_fail
 from workspaces.management.progress import ProgressBar
@@ -58,6 +58,7 @@ class Command(BaseCommand):
             )
         finally:
             bar.close()
+        import_statistics_refresh()
         elapsed = time.monotonic() - started
         self.stdout.write(
             f"Imported {report.imported} items into {workspace.slug}/{project.slug} "

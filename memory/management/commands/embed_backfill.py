@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memory.embeddings import embedder
+from memory.services.embeddings import embeddings_missing, embeddings_prune, embeddings_refresh
+from workspaces.management.progress import ProgressBar
+
+
+class Command(BaseCommand):
+    help = (
+        "Embed every current item that has no vector under the configured model (EMBEDDER), "
+        "then delete other models' vectors. Safe to stop and run again, and beside the worker."
+    )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        model = embedder()
+        if model is None:
+            raise CommandError("No embedder is configured (EMBEDDER=off, or its model is not installed).")
+        started = time.monotonic()
+        bar = ProgressBar("embedding", total=embeddings_missing())
+        try:
+            report = embeddings_refresh(progress=bar.update)
+        finally:
+            bar.close()
+        pruned = embeddings_prune() if report.complete else 0
+        self.stdout.write(
+            f"Embedded {report.embedded} items with {model.name} in {time.monotonic() - started:.1f}s; "
+            f"deleted {pruned} vectors of other models."
+        )

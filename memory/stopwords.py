@@ -1,0 +1,19 @@
+"""Words a question is made of that say nothing about what it asks for.
+
+PostgreSQL's `english` configuration drops its own list when it parses a query; SQLite's FTS5 has
+none, so search drops these before it builds an OR query. The list is short on purpose: a word
+that names something ("service", "deploy", "retry") is never here.
+"""
+
+from __future__ import annotations
+
+_LIST = """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its itself
+    just me more most my myself no nor not now of off on once only or other our ours ourselves out
+    over own same she should so some such than that the their theirs them themselves then there
+    these they this those through to too under until up very was we were what when where which
+    while who whom why will with would you your yours yourself yourselves
+"""
+STOP_WORDS = frozenset(_LIST.split())

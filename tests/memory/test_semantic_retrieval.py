@@ -1,0 +1,216 @@
+"""Semantic retrieval, fused with the lexical ranking: through the MCP SDK client, with the real
+local model (all-MiniLM-L6-v2 from its package; loaded once per test process, a few texts each).
+
+Vectors are written the way the worker writes them (`embeddings_refresh`), never on a request.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.test import override_settings
+
+from memory import embeddings
+from memory.embeddings import query_vectors
+from memory.models import Embedding
+from memory.services.embeddings import embeddings_missing, embeddings_prune, embeddings_refresh
+from memory.worker import ConsolidatorLoop
+from tests.conftest import LiveServer, Tenant
+from tests.readpath import RecordingMCPClient, _fresh_bundle_cache, add_item, sdk_factory  # noqa: F401
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(embeddings.embedder() is None, reason="the local model's package is not installed"),
+]
+
+DEPLOYS = "The web frontend is deployed to production every Tuesday."
+# No word in common with DEPLOYS: only its meaning can find it.
+PARAPHRASE = "On which weekday do we ship the site to prod?"
+
+
+@pytest.fixture
+def sdk(live: LiveServer) -> Callable[..., RecordingMCPClient]:
+    return sdk_factory(live)
+
+
+def _distractors(tenant: Tenant, project: str = "platform") -> None:
+    for text in [
+        "Kafka topics are named after their producer.",
+        "Payroll questions go to the people team.",
+        "The staging database is reset every night.",
+        "Feature flags live in the flags service.",
+    ]:
+        add_item(tenant.projects[project], text)
+
+
+def _search(client: RecordingMCPClient, query: str, project: str = "platform") -> list[dict]:
+    return client.ok("search_memory", {"project_id": project, "query": query})["results"]
+
+
+def test_a_paraphrase_finds_the_fact_through_its_meaning(tenant: Tenant, sdk, mode: str) -> None:
+    _distractors(tenant)
+    deploys = add_item(tenant.projects["platform"], DEPLOYS)
+    token, _ = tenant.issue()
+    client = sdk(token, mode)
+    assert _search(client, PARAPHRASE) == []  # no vectors yet: no word of the question occurs
+
+    embeddings_refresh()
+    results = _search(client, PARAPHRASE)
+    assert results[0]["ref"] == deploys.ref
+    assert results[0]["why"] == "close in meaning to the query"
+    both = _search(client, "when is the web frontend deployed to production")
+    assert both[0]["ref"] == deploys.ref
+    assert both[0]["why"] == "matches words of the query and is close in meaning"
+
+
+def test_items_without_a_vector_are_still_found_by_their_words(tenant: Tenant, sdk, mode: str) -> None:
+    _distractors(tenant)
+    embeddings_refresh()
+    late = add_item(tenant.projects["platform"], "Invoices are archived to cold storage after a year.")
+    token, _ = tenant.issue()
+    results = _search(sdk(token, mode), "when are invoices archived?")
+    assert [r["ref"] for r in results][:1] == [late.ref]
+    assert results[0]["why"] == "matches words of the query"
+
+
+def test_the_vector_side_keeps_the_scope(tenant: Tenant, other_tenant: Tenant, sdk, mode: str) -> None:
+    _distractors(tenant)
+    mine = add_item(tenant.projects["platform"], DEPLOYS)
+    # The same meaning everywhere the credential must not reach: another project, a data class
+    # it does not hold, restricted, no longer current, another workspace.
+    add_item(tenant.projects["handbook"], DEPLOYS)
+    add_item(tenant.projects["platform"], DEPLOYS + " (confidential)", data_class="confidential")
+    add_item(tenant.projects["platform"], DEPLOYS + " (restricted)", data_class="restricted")
+    add_item(tenant.projects["platform"], "The web frontend used to deploy on Mondays.", state="retracted")
+    add_item(other_tenant.projects["platform"], DEPLOYS)
+    embeddings_refresh()
+    token, _ = tenant.issue()
+    client = sdk(token, mode)
+    assert [r["ref"] for r in _search(client, PARAPHRASE)] == [mine.ref]
+    handbook = _search(client, PARAPHRASE, project="handbook")
+    assert len(handbook) == 1
+    assert handbook[0]["ref"] != mine.ref
+
+
+def test_pages_of_a_hybrid_ranking_walk_every_item_once(tenant: Tenant, sdk, mode: str) -> None:
+    refs = {
+        add_item(
+            tenant.projects["platform"], f"Release {i}: the web frontend was deployed to production."
+        ).ref
+        for i in range(14)
+    }
+    embeddings_refresh()
+    token, _ = tenant.issue()
+    client = sdk(token, mode)
+    first = client.ok("search_memory", {"project_id": "platform", "query": "frontend deploys"})
+    second = client.ok(
+        "search_memory", {"project_id": "platform", "query": "frontend deploys", "cursor": first["cursor"]}
+    )
+    seen = [r["ref"] for r in first["results"] + second["results"]]
+    assert len(seen) == len(set(seen)) == 14
+    assert set(seen) == refs
+    assert "cursor" not in second
+
+
+def test_the_bundle_holds_the_fact_a_paraphrased_task_is_about(tenant: Tenant, sdk, mode: str) -> None:
+    for i in range(45):
+        add_item(tenant.projects["platform"], f"Routine note {i}: the nightly report ran on time.")
+    deploys = add_item(tenant.projects["platform"], DEPLOYS)
+    # Newer than the fact, and more of them than a bundle holds: recency alone would not reach it.
+    for i in range(45):
+        add_item(tenant.projects["platform"], f"Routine note {45 + i}: the nightly report ran on time.")
+    embeddings_refresh()
+    token, _ = tenant.issue()
+    bundle = sdk(token, mode).ok(
+        "get_context",
+        {"project_id": "platform", "task": "Ship a hotfix for the site to prod on the right weekday"},
+    )
+    assert deploys.ref in [f["ref"] for f in bundle["facts"]]
+
+
+def test_the_same_fact_twice_takes_one_slot_in_a_bundle(tenant: Tenant, sdk, mode: str) -> None:
+    platform = tenant.projects["platform"]
+    add_item(platform, "The invoice worker retries failed payments 5 times.")
+    add_item(platform, "Invoice worker retries failed payments 5 times.")  # the same words
+    add_item(platform, "The invoice worker retries a failed payment 5 times.")  # the same meaning
+    different = add_item(platform, "The invoice worker retries failed payments 6 times.")  # not the same
+    other = add_item(platform, "Invoices are archived after a year.")
+    embeddings_refresh()
+    token, _ = tenant.issue()
+    bundle = sdk(token, mode).ok("get_context", {"project_id": "platform", "task": "invoice worker retries"})
+    texts = [f["text"] for f in bundle["facts"]]
+    assert len([t for t in texts if "5 times" in t]) == 1, texts
+    refs = [f["ref"] for f in bundle["facts"]]
+    assert different.ref in refs
+    assert other.ref in refs
+    assert len(texts) == 3
+
+
+class _Hashed:
+    """A stand-in second model: deterministic vectors from the words, under its own name."""
+
+    name = "test-hashed-words"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        rows = np.zeros((len(texts), 64), dtype=np.float32)
+        for row, text in zip(rows, texts, strict=True):
+            for word in text.casefold().split():
+                row[hash(word) % 64] += 1.0
+        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+
+
+def test_a_model_change_re_embeds_without_mixing_or_losing_vectors(
+    tenant: Tenant, sdk, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _distractors(tenant)
+    deploys = add_item(tenant.projects["platform"], DEPLOYS)
+    embeddings_refresh()
+    local = embeddings.embedder()
+    assert local is not None
+    assert Embedding.objects.filter(model=local.name).count() == 5
+
+    monkeypatch.setattr(embeddings, "_build", lambda *_: _Hashed())
+    with override_settings(UNFORGETTER={**settings.UNFORGETTER, "EMBEDDER": "test"}):
+        assert embeddings_missing() == 5
+        # Until the new model's vectors are written the old ones are kept, never compared with
+        # the new model's queries: the paraphrase is not found, the words still are.
+        token, _ = tenant.issue()
+        client = sdk(token, mode)
+        assert _search(client, PARAPHRASE) == []
+        assert _search(client, "frontend deployed")[0]["ref"] == deploys.ref
+        assert Embedding.objects.filter(model=local.name).count() == 5
+
+        report = embeddings_refresh()
+        assert (report.embedded, report.complete) == (5, True)
+        assert embeddings_prune() == 5
+        assert set(Embedding.objects.values_list("model", flat=True)) == {_Hashed.name}
+        assert _search(client, "frontend deployed")[0]["ref"] == deploys.ref
+    query_vectors.clear()
+
+
+def test_the_worker_embeds_new_items_off_the_request_path(tenant: Tenant) -> None:
+    item = add_item(tenant.projects["platform"], DEPLOYS)
+    loop = ConsolidatorLoop()
+    loop.run_once()
+    assert Embedding.objects.filter(fact=item).count() == 1
+    later = add_item(tenant.projects["platform"], "Kafka topics are named after their producer.")
+    loop.run_once()
+    assert Embedding.objects.filter(fact=later).count() == 1
+    assert Embedding.objects.count() == 2
+
+
+def test_embed_backfill_embeds_every_item_without_a_vector(tenant: Tenant) -> None:
+    _distractors(tenant)
+    embeddings_refresh(limit=2)
+    assert embeddings_missing() == 2
+    out = io.StringIO()
+    call_command("embed_backfill", stdout=out)
+    assert embeddings_missing() == 0
+    assert out.getvalue().startswith("Embedded 2 items with all-MiniLM-L6-v2")
+    call_command("embed_backfill", stdout=out)
+    assert Embedding.objects.count() == 4
