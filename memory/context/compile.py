@@ -10,6 +10,7 @@ hybrid ranking (the task's words and meaning, fused); near-duplicates take one s
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,10 +25,13 @@ from memory.context.duplicates import NearDuplicates
 from memory.context.standing import StandingCache, standing_key
 from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, Sections
 from memory.models import Fact, Kind, State
+from memory.query_limits import QueryTooCostly
 from memory.retrieval import Ranked, hybrid_rank, project_vectors
 from memory.selectors import agent_facts
 from workspaces.models import Project
 from workspaces.scope import AgentScope
+
+logger = logging.getLogger(__name__)
 
 FACT_KINDS = (Kind.FACT, Kind.DECISION, Kind.CONVENTION)
 KIND_WEIGHT: dict[str, float] = {Kind.DECISION: 1.0, Kind.CONVENTION: 0.9, Kind.FACT: 0.75}
@@ -201,18 +205,25 @@ def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recen
     together, and one fetch loads every chosen row: the rows, not the ranking, are the costly part.
     """
     vectors = project_vectors(project.pk)
-    hits = hybrid_rank(
-        items=agent_facts(scope, project),
-        project_id=project.pk,
-        data_classes=scope.visible_classes,
-        states=[State.ACTIVE],
-        kinds=(*FACT_KINDS, Kind.METHOD),
-        query=task,
-        limit=RANK_CANDIDATES,
-        vectors=vectors,
-        depth=RANK_CANDIDATES,
-        lexical_filter=_strong,
-    )
+    try:
+        hits = hybrid_rank(
+            items=agent_facts(scope, project),
+            project_id=project.pk,
+            data_classes=scope.visible_classes,
+            states=[State.ACTIVE],
+            kinds=(*FACT_KINDS, Kind.METHOD),
+            query=task,
+            limit=RANK_CANDIDATES,
+            vectors=vectors,
+            depth=RANK_CANDIDATES,
+            lexical_filter=_strong,
+        )
+    except QueryTooCostly:
+        # A task whose words match more than one call may rank still gets its bundle: the
+        # standing part (policies, newest facts, open threads) without the task-specific picks.
+        # search_memory refuses such a query with a clear error; a bundle is owed on every turn.
+        logger.warning("get_context: ranking for project %s stopped at the time budget", project.pk)
+        hits = []
     fact_hits = [hit for hit in hits if hit.kind != Kind.METHOD][:CANDIDATES]
     method_hits = [hit for hit in hits if hit.kind == Kind.METHOD][:MAX_METHODS]
     relevance = {hit.fact_id: hit.score for hit in fact_hits}

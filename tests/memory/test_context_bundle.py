@@ -10,7 +10,9 @@ from django.conf import settings
 from django.test import override_settings
 from django.utils import timezone
 
+from memory import search
 from memory.models import ContextRequest, Publication
+from memory.query_limits import QueryTooCostly
 from memory.services import publication_record
 from tests.conftest import LiveServer, Tenant
 from tests.readpath import RecordingMCPClient, _fresh_bundle_cache, add_item, all_items, sdk_factory  # noqa: F401
@@ -201,3 +203,25 @@ def test_open_threads_and_methods_keep_room_when_facts_could_fill_the_bundle(
     assert len(bundle["methods"]) == 3
     assert {m["ref"] for m in bundle["methods"]} <= set(methods)
     assert len(bundle["facts"]) == 3
+
+
+def test_a_task_past_the_ranking_budget_still_gets_its_standing_bundle(
+    tenant: Tenant, sdk, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    platform = tenant.projects["platform"]
+    policy = add_item(platform, "Never deploy on Fridays.", kind="policy").ref
+    newest = add_item(platform, "Billing retries webhooks three times.").ref
+    token, _ = tenant.issue()
+    client = sdk(token, mode)
+
+    def too_costly(sql: str, params: list[object]) -> list[tuple[object, ...]]:
+        raise QueryTooCostly()
+
+    # The ranking statement stopped at the time budget, as on a loaded server with a task whose
+    # words match most of a large project.
+    monkeypatch.setattr(search, "bounded_rows", too_costly)
+    bundle = client.ok("get_context", {"project_id": "platform", "task": "billing webhooks retries"})
+    served = {item["ref"] for item in all_items(bundle)}
+    assert {policy, newest} <= served
+    refused = client.error("search_memory", {"project_id": "platform", "query": "billing webhooks"})
+    assert refused["code"] == "invalid_request"
