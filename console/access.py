@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property, wraps
 from typing import Any, cast
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
@@ -110,3 +111,10 @@ def render_page(
 
 def service_error(request: HttpRequest, exc: UnforgetterError) -> None:
     messages.error(request, exc.message)
+
+
+def form_errors(request: HttpRequest, form: forms.BaseForm, prefix: str = "") -> None:
+    """Each of a form's errors as a message, after `prefix` (what the form was for) when given."""
+    for errors in form.errors.values():
+        for error in errors:
+            messages.error(request, f"{prefix}{error}")

@@ -11,7 +11,7 @@ from django.shortcuts import redirect
 from django.views.decorators.cache import never_cache
 
 from console import selectors
-from console.access import Console, console_view, render_page, service_error
+from console.access import Console, console_view, form_errors, render_page, service_error
 from console.forms import (
     IssueTokenForm,
     NewZoneForm,
@@ -157,9 +157,7 @@ def zone_new(request: HttpRequest, console: Console) -> HttpResponse:
         except UnforgetterError as exc:
             service_error(request, exc)
     else:
-        for errors in form.errors.values():
-            for error in errors:
-                messages.error(request, f"New zone: {error}")
+        form_errors(request, form, "New zone: ")
     return redirect("console:zones", console.workspace.slug)
 
 
@@ -180,7 +178,5 @@ def zone_edit(request: HttpRequest, console: Console, pk: int) -> HttpResponse:
         except UnforgetterError as exc:
             service_error(request, exc)
     else:
-        for errors in form.errors.values():
-            for error in errors:
-                messages.error(request, f"{zone.name}: {error}")
+        form_errors(request, form, f"{zone.name}: ")
     return redirect("console:zones", console.workspace.slug)

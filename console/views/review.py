@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
 from console import selectors
-from console.access import Console, console_view, paged, render_page, service_error
+from console.access import Console, console_view, form_errors, paged, render_page, service_error
 from console.diff import word_diff
 from console.forms import (
     ApproveForm,
@@ -75,9 +75,7 @@ def review_bulk(request: HttpRequest, console: Console) -> HttpResponse:
     held = list(selectors.review_queue(console.workspace, {}).values_list("seq", flat=True))
     form = BulkReviewForm(request.POST, seqs=held)
     if not form.is_valid():
-        for errors in form.errors.values():
-            for error in errors:
-                messages.error(request, str(error))
+        form_errors(request, form)
         return redirect("console:queue", console.workspace.slug)
     approve = form.cleaned_data["action"] == "approve"
     decisions = proposals_decide(
