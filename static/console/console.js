@@ -84,4 +84,6 @@
     all.addEventListener("change", sync);
     sync();
   }
+  // Every handler above is attached: the browser tests wait for this before using shortcuts.
+  document.documentElement.dataset.consoleReady = "1";
 })();

@@ -189,6 +189,7 @@ def test_owner_reviews_proposals_and_manages_a_connection_end_to_end(
     # The queue, and the update proposal with its diff.
     page.get_by_role("link", name="Review").first.click()
     assert page.locator("table.queue tbody tr").count() == 3
+    page.wait_for_selector("html[data-console-ready]", state="attached")  # shortcuts are bound
     page.keyboard.press("j")
     page.keyboard.press("j")
     page.keyboard.press("x")
