@@ -87,6 +87,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "workspaces.headers.ContentSecurityPolicyMiddleware",
+    # Innermost: a view that meets a database outage answers 503 through every middleware above.
+    "workspaces.outages.DatabaseOutageMiddleware",
 ]
 
 ROOT_URLCONF = "unforgetter.urls"
@@ -127,7 +129,8 @@ elif _db["ENGINE"] in ("django.db.backends.postgresql", "django.db.backends.post
     _db.setdefault("OPTIONS", {})["pool"] = {
         "min_size": env.int("DB_POOL_MIN", default=1),
         "max_size": env.int("DB_POOL_MAX", default=16),
-        "timeout": 10,
+        # How long a request waits for a connection (a PostgreSQL restart) before `unavailable`.
+        "timeout": env.float("DB_POOL_TIMEOUT_SECONDS", default=10),
     }
     _db["CONN_MAX_AGE"] = 0  # the pool owns connection lifetime
 else:
