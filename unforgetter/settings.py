@@ -168,6 +168,12 @@ if CACHES["default"]["BACKEND"].endswith("LocMemCache"):
     # Compiled bundles (about 10 KB each) are the main tenants: 2,000 keeps the recent tasks of
     # many agents at about 20 MB per process (Django's default of 300 evicted them under load).
     CACHES["default"].setdefault("OPTIONS", {}).setdefault("MAX_ENTRIES", 2000)
+elif CACHES["default"]["BACKEND"].endswith("RedisCache"):
+    # A Redis that does not answer is given up on within a second: the server then caches and
+    # counts in its own memory (workspaces.caches) instead of holding the request.
+    _redis_options = CACHES["default"].setdefault("OPTIONS", {})
+    _redis_options.setdefault("socket_connect_timeout", 1)
+    _redis_options.setdefault("socket_timeout", 1)
 
 # --- Auth, i18n, static ---------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
