@@ -365,9 +365,16 @@ UNFORGETTER = {
     # process, calls running at once (more wait their turn, up to CREDENTIAL_QUEUE_SECONDS) and
     # calls running or waiting. Over a limit: rate_limited with retry_after. 0: off.
     "CREDENTIAL_CALLS_PER_SECOND": env.int("CREDENTIAL_CALLS_PER_SECOND", default=0 if TESTING else 20),
-    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=2),
+    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=1),
     "CREDENTIAL_IN_FLIGHT": env.int("CREDENTIAL_IN_FLIGHT", default=16),
     "CREDENTIAL_QUEUE_SECONDS": env.int("CREDENTIAL_QUEUE_SECONDS", default=10),
+    # Server time per credential and process (workspaces.limits): milliseconds of calls' wall
+    # time a credential may spend per second on average (off under tests, like the rate), and
+    # the burst it may spend at once.
+    "CREDENTIAL_SERVER_MS_PER_SECOND": env.int(
+        "CREDENTIAL_SERVER_MS_PER_SECOND", default=0 if TESTING else 250
+    ),
+    "CREDENTIAL_SERVER_MS_BURST": env.int("CREDENTIAL_SERVER_MS_BURST", default=10_000),
     # Deleting a workspace removes its rows at once; exports the server made of it (in EXPORTS_DIR)
     # are kept this long, then purged by a scheduled task (the receipt says when).
     "EXPORTS_DIR": Path(env.str("EXPORTS_DIR", default=str(BASE_DIR / "var" / "exports"))),
