@@ -85,6 +85,7 @@ class Unavailable(RetryLater):
     """The server cannot reach its database: retry later (a proposal's request_id makes it safe)."""
 
     code = "unavailable"
+    action = "Wait retry_after seconds, then send the same call again (a request_id makes a retry safe)."
     http_status = 503
 
 

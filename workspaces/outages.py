@@ -39,7 +39,7 @@ def unavailable(surface: str, exc: BaseException) -> Unavailable:
     """The error to answer for `exc`, logged once as a warning (no traceback, no SQL)."""
     logger.warning("database unavailable (%s): %s", surface, type(exc).__name__)
     return Unavailable(
-        "The server cannot reach its database right now; nothing was changed.",
+        "The server cannot reach its database right now.",
         retry_after=RETRY_AFTER_SECONDS,
     )
 
