@@ -66,7 +66,7 @@ def test_a_credential_over_its_concurrency_is_refused_until_a_call_finishes(
     tenant: Tenant, mcp_client: Callable[..., MCPClient]
 ) -> None:
     token, connection_ = tenant.issue()
-    with limits(CREDENTIAL_IN_FLIGHT=2):
+    with limits(CREDENTIAL_IN_FLIGHT=2, CREDENTIAL_CONCURRENCY=2):
         # The live server runs in this process: two calls held in flight here fill the slots.
         with credential_slot(connection_.pk), credential_slot(connection_.pk):
             error = refusal(mcp_client(token).call(*CONTEXT))
