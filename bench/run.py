@@ -576,6 +576,14 @@ def main() -> None:
         "--workers", type=int, default=os.cpu_count() or 1, help="uvicorn workers (default: one per CPU)"
     )
     parser.add_argument("--no-reference", action="store_true", help="skip the reference memory server")
+    parser.add_argument(
+        "--vectors",
+        type=int,
+        default=500,
+        help="items to embed before measuring, so both sides of the hybrid ranking run, the query "
+        "embedding included (default 500; the local model embeds ~15 items/s per core, so all of "
+        "them would take hours: the vector top-k at the full size is timed by bench/vectors.py)",
+    )
     parser.add_argument("--projects", type=int, help="projects to seed (default: 10, --quick 3)")
     parser.add_argument("--items", type=int, help="items per project (default: 100,000, --quick 10,000)")
     parser.add_argument(
@@ -603,6 +611,9 @@ def main() -> None:
         else:
             database_recreate(options.admin_url, db_name)
         seeded = seed(url, sizes, options.data_dir)
+    if options.vectors:
+        log(f"Embedding up to {options.vectors:,} items with the local model (the hybrid side) ...")
+        log("  " + manage(url, "embed_backfill", "--limit", str(options.vectors)).strip().splitlines()[-1])
 
     token = manage(
         url, "issue_token", WORKSPACE, "--actor", "bench@runner", "--zone", "claude", "--role", "contributor"
@@ -682,12 +693,45 @@ def main() -> None:
         finally:
             single.stop()
 
+    rows += _semantic_rows(url, sizes.project_items)
     if not options.no_reference and reference.available() and ours:
         rows += _reference_rows(sizes, options.data_dir, tasks, queries, ours)
     print_table(rows, sizes, db_name, url, workers)
 
 
 IMPORT_BUDGET = 20_000
+
+
+def _semantic_rows(database_url: str, items: int) -> list[tuple[str, str, str, bool | None]]:
+    """What the semantic side costs a call at the full size, timed in process (bench/vectors.py)."""
+    log(f"Timing the vector top-k over {items:,} rows and a task's query embedding ...")
+    done = subprocess.run(
+        [PYTHON, str(ROOT / "bench" / "vectors.py"), str(items)],
+        cwd=ROOT,
+        env=child_env(database_url),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        return [("semantic side (bench/vectors.py)", "failed: " + done.stderr.strip()[-200:], "-", False)]
+    timings = json.loads(done.stdout.strip().splitlines()[-1])
+    rows: list[tuple[str, str, str, bool | None]] = []
+    for key, name in (
+        ("topk_ms", f"vector top-k over {items:,} rows"),
+        ("embed_ms", "query embedding of a task"),
+    ):
+        samples = Latency([ms / 1000 for ms in timings[key]])
+        if samples.samples:
+            rows.append(
+                (
+                    f"{name} p50 / p95 (in process)",
+                    f"{samples.pct(50):.1f} / {samples.pct(95):.1f} ms",
+                    "-",
+                    None,
+                )
+            )
+    return rows
 
 
 def _ceiling_row(metric: str, value: float, budget: float, unit: str = "ms") -> tuple[str, str, str, bool]:

@@ -32,7 +32,7 @@ import time
 import unicodedata
 from array import array
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,7 @@ import numpy as np
 import Stemmer
 from django.db import connection as db
 
+from memory.heap import release_freed_memory
 from memory.models import Kind, State
 from memory.query_limits import QueryTooCostly, time_budget_seconds
 from workspaces.models import DataClass
@@ -48,6 +49,8 @@ from workspaces.models import DataClass
 BM25_K1 = 1.2
 BM25_B = 0.75
 MAX_WORD_LENGTH = 64
+# Rows grouped at a time when an index is built (see _built).
+BUILD_BLOCK_ROWS = 16_384
 # Rows above the settled watermark are counted on every use; once this many sit above it, the
 # next whole count that agrees with the index moves the watermark up. Whole counts run at most
 # once per FULL_CHECK_SECONDS per project and process.
@@ -208,7 +211,7 @@ class LexicalIndex:
 _Row = tuple[int, str, str, str, str]  # id, kind, data_class, state, text
 
 
-def _built(rows: Sequence[_Row], average: float | None = None) -> LexicalIndex:
+def _built(rows: Iterable[_Row], average: float | None = None) -> LexicalIndex:
     """The index of these rows: every (word, row) pair with its BM25 weight, grouped by word.
 
     A pair's weight is BM25's term-frequency part, tf (k1 + 1) / (tf + k1 (1 - b + b len / avg)),
@@ -219,33 +222,59 @@ def _built(rows: Sequence[_Row], average: float | None = None) -> LexicalIndex:
     the grouping is numpy's (a sort of the pairs), so 100,000 items of 40 words take about a second.
     """
     spellings: dict[str, int] = {}
-    tokens = array("l")
-    lengths = np.zeros(len(rows), dtype=np.int64)
-    for position, row in enumerate(rows):
+    tokens, lengths = array("i"), array("i")
+    ids, kinds, classes, states = array("q"), array("B"), array("B"), array("B")
+    for row in rows:
         found = split_words(row[4])
-        lengths[position] = len(found)
+        lengths.append(len(found))
         tokens.extend([spellings.setdefault(w, len(spellings)) for w in found])
+        ids.append(row[0])
+        kinds.append(_KINDS[row[1]])
+        classes.append(_CLASSES[row[2]])
+        states.append(_STATES[row[3]])
     vocabulary: dict[str, int] = {}
     stem_of = np.array(
-        [vocabulary.setdefault(stem, len(vocabulary)) for stem in _stemmed(list(spellings))], dtype=np.int64
+        [vocabulary.setdefault(stem, len(vocabulary)) for stem in _stemmed(list(spellings))], dtype=np.int32
     )
-    n = max(len(rows), 1)
-    row_of = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
-    pairs = stem_of[np.frombuffer(tokens, dtype=np.int64)] * n + row_of if len(tokens) else row_of
-    pairs, counts = np.unique(pairs, return_counts=True)  # sorted by word, then row
-    positions = (pairs % n).astype(np.int32)
-    average = average or (float(lengths.mean()) if len(rows) else 0.0) or 1.0
-    norms = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[positions] / average)
-    weights = (counts * (BM25_K1 + 1.0) / (counts + norms)).astype(np.float32)
-    bounds = np.searchsorted(pairs // n, np.arange(1, len(vocabulary)))
-    by_word = zip(np.split(positions, bounds), np.split(weights, bounds), strict=True)
+    count = len(ids)
+    row_lengths = np.frombuffer(lengths, dtype=np.int32) if count else np.zeros(0, np.int32)
+    average = average or (float(row_lengths.mean()) if count else 0.0) or 1.0
+    words_of = stem_of[np.frombuffer(tokens, dtype=np.int32)] if len(tokens) else np.zeros(0, np.int32)
+    del tokens
+    starts = np.concatenate([[0], np.cumsum(row_lengths, dtype=np.int64)])
+    # Pairs are grouped a block of rows at a time, and each word's slices of the blocks joined at
+    # the end: the grouping's scratch space is one block's, not the whole project's.
+    pieces: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for first in range(0, count, BUILD_BLOCK_ROWS):
+        last = min(first + BUILD_BLOCK_ROWS, count)
+        block_rows = np.repeat(np.arange(first, last, dtype=np.int64), row_lengths[first:last])
+        keys = words_of[starts[first] : starts[last]].astype(np.int64) * count + block_rows
+        keys, counts = np.unique(keys, return_counts=True)  # by word, then row
+        positions = (keys % count).astype(np.int32)
+        block_words = (keys // count).astype(np.int32)
+        norms = BM25_K1 * (1.0 - BM25_B + BM25_B * row_lengths[positions] / average)
+        weights = (counts * (BM25_K1 + 1.0) / (counts + norms)).astype(np.float32)
+        present = np.flatnonzero(np.diff(block_words, prepend=-1))
+        bounds = [*present.tolist(), len(block_words)]
+        for i, start in enumerate(bounds[:-1]):
+            stop = bounds[i + 1]
+            pieces.setdefault(int(block_words[start]), []).append(
+                (positions[start:stop], weights[start:stop])
+            )
+    postings = {}
+    for word, number in vocabulary.items():
+        parts = pieces.pop(number, [])
+        if len(parts) == 1:
+            postings[word] = (parts[0][0].copy(), parts[0][1].copy())
+        elif parts:
+            postings[word] = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
     return LexicalIndex(
-        ids=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
-        kinds=np.fromiter((_KINDS[r[1]] for r in rows), dtype=np.uint8, count=len(rows)),
-        classes=np.fromiter((_CLASSES[r[2]] for r in rows), dtype=np.uint8, count=len(rows)),
-        states=np.fromiter((_STATES[r[3]] for r in rows), dtype=np.uint8, count=len(rows)),
-        postings=dict(zip(vocabulary, by_word, strict=True)),
-        dead=np.zeros(len(rows), dtype=bool),
+        ids=np.array(ids, dtype=np.int64),
+        kinds=np.array(kinds, dtype=np.uint8),
+        classes=np.array(classes, dtype=np.uint8),
+        states=np.array(states, dtype=np.uint8),
+        postings=postings,
+        dead=np.zeros(count, dtype=bool),
         average=average,
     )
 
@@ -272,7 +301,14 @@ def _extended(index: LexicalIndex, rows: Sequence[_Row]) -> LexicalIndex:
     )
 
 
-_ROWS_SQL = "SELECT id, kind, data_class, state, text FROM memory_fact WHERE project_id = %s AND id > %s"
+# Only current rows are indexed: the text of others is not fetched.
+_LIVE_SQL = ", ".join(f"'{state}'" for state in State.current())
+_ROWS_SQL = (
+    f"SELECT id, kind, data_class, state, CASE WHEN state IN ({_LIVE_SQL}) THEN text ELSE '' END "  # noqa: S608
+    "FROM memory_fact WHERE project_id = %s AND id > %s ORDER BY id LIMIT %s"
+)
+# Rows are read in pages of this many (by id), so a large project's texts are never all in memory.
+PAGE_ROWS = 5_000
 
 
 def _fetch(sql: str, params: Sequence[int | str]) -> list[tuple[Any, ...]]:
@@ -281,9 +317,14 @@ def _fetch(sql: str, params: Sequence[int | str]) -> list[tuple[Any, ...]]:
         return list(cursor.fetchall())
 
 
-def _rows(project_id: int, after: int) -> list[_Row]:
-    rows = _fetch(f"{_ROWS_SQL} ORDER BY id", [project_id, after])
-    return [(int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4])) for r in rows]
+def _rows(project_id: int, after: int) -> Iterator[_Row]:
+    """The project's rows above id `after`, oldest first, a page at a time."""
+    while True:
+        page = _fetch(_ROWS_SQL, [project_id, after, PAGE_ROWS])
+        yield from ((int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4])) for r in page)
+        if len(page) < PAGE_ROWS:
+            return
+        after = int(page[-1][0])
 
 
 def _count_above(project_id: int, after: int) -> int:
@@ -318,11 +359,18 @@ class _Entry:
 
 
 def _entry(project_id: int) -> _Entry:
-    rows = _rows(project_id, 0)
-    newest = rows[-1][0] if rows else 0
-    return _Entry(
-        _built([row for row in rows if row[3] in _LIVE]), settled=newest, above=set(), seen=len(rows)
-    )
+    """A new index of every current row of the project, read a page at a time."""
+    seen = [0, 0]  # rows read, newest id
+
+    def live(rows: Iterable[_Row]) -> Iterator[_Row]:
+        for row in rows:
+            seen[0], seen[1] = seen[0] + 1, row[0]
+            if row[3] in _LIVE:
+                yield row
+
+    index = _built(live(_rows(project_id, 0)))
+    release_freed_memory()
+    return _Entry(index, settled=seen[1], above=set(), seen=seen[0])
 
 
 class _Indexes:

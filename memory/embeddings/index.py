@@ -23,12 +23,15 @@ from dataclasses import dataclass
 import numpy as np
 from django.db.models import Max
 
+from memory.heap import release_freed_memory
 from memory.models import Embedding, Kind
 from workspaces.models import DataClass
 
 # Below this many rows every vector is scored exactly; above it, the sign bits pick a shortlist.
 EXACT_ROWS = 20_000
 RESCORE = 10
+# Vectors are read and quantised this many at a time (float32 scratch: 12 MB at 384 dimensions).
+LOAD_ROWS = 8_192
 MIN_SHORTLIST = 256
 _KINDS = {value: code for code, value in enumerate(Kind.values)}
 _CLASSES = {value: code for code, value in enumerate(DataClass.values)}
@@ -91,8 +94,12 @@ class VectorIndex:
             return []
         shortlist = max(limit * RESCORE, MIN_SHORTLIST)
         if len(candidates) > max(EXACT_ROWS, shortlist):
-            distance = np.bitwise_count(self.signs[candidates] ^ sign_bits(q[None, :])[0]).sum(axis=1)
-            candidates = candidates[np.argpartition(distance, shortlist - 1)[:shortlist]]
+            # Every row's distance (cheaper than gathering the allowed ones first); rows not
+            # allowed are pushed past any real distance.
+            distance = np.bitwise_count(self.signs ^ sign_bits(q[None, :])[0]).sum(axis=1, dtype=np.uint16)
+            distance[~allowed] = np.iinfo(np.uint16).max
+            candidates = np.argpartition(distance, shortlist - 1)[:shortlist]
+            candidates = candidates[allowed[candidates]]
         scores = (self.codes[candidates].astype(np.float32) @ q) * self.scales[candidates]
         count = min(limit, len(candidates))
         top = np.argpartition(-scores, count - 1)[:count]
@@ -107,22 +114,19 @@ class VectorIndex:
         return {int(self.ids[i]): v for i, v in zip(wanted, vectors, strict=True)}
 
 
-def _rows(project_id: int, model: str, after: int) -> VectorIndex:
-    rows = list(
-        Embedding.objects.filter(project_id=project_id, model=model, id__gt=after)
-        .order_by("id")
-        .values_list("id", "fact_id", "kind", "data_class", "vector")
+def _empty(after: int) -> VectorIndex:
+    return VectorIndex(
+        after,
+        np.zeros(0, np.int64),
+        np.zeros((0, 0), np.int8),
+        np.zeros(0, np.float32),
+        np.zeros((0, 0), np.uint64),
+        np.zeros(0, np.uint8),
+        np.zeros(0, np.uint8),
     )
-    if not rows:
-        return VectorIndex(
-            after,
-            np.zeros(0, np.int64),
-            np.zeros((0, 0), np.int8),
-            np.zeros(0, np.float32),
-            np.zeros((0, 0), np.uint64),
-            np.zeros(0, np.uint8),
-            np.zeros(0, np.uint8),
-        )
+
+
+def _block(rows: list[tuple[int, int, str, str, bytes | memoryview]]) -> VectorIndex:
     vectors = np.frombuffer(b"".join(bytes(r[4]) for r in rows), dtype="<f2").reshape(len(rows), -1)
     vectors = vectors.astype(np.float32)
     codes, scales = quantised(vectors)
@@ -137,19 +141,34 @@ def _rows(project_id: int, model: str, after: int) -> VectorIndex:
     )
 
 
-def _joined(old: VectorIndex, new: VectorIndex) -> VectorIndex:
-    if not len(new):
-        return old
-    if not len(old):
-        return new
+def _rows(project_id: int, model: str, after: int) -> VectorIndex:
+    """The project's vectors past embedding id `after`, read and quantised LOAD_ROWS at a time."""
+    blocks = [_empty(after)]
+    while True:
+        rows = list(
+            Embedding.objects.filter(project_id=project_id, model=model, id__gt=blocks[-1].newest_id)
+            .order_by("id")
+            .values_list("id", "fact_id", "kind", "data_class", "vector")[:LOAD_ROWS]
+        )
+        if rows:
+            blocks.append(_block(rows))
+        if len(rows) < LOAD_ROWS:
+            return _joined(*blocks)
+
+
+def _joined(*parts: VectorIndex) -> VectorIndex:
+    """One index of these, in order (the newest id is the last part's)."""
+    full = [part for part in parts if len(part)]
+    if len(full) <= 1:
+        return full[0] if full else parts[-1]
     return VectorIndex(
-        newest_id=new.newest_id,
-        ids=np.concatenate([old.ids, new.ids]),
-        codes=np.concatenate([old.codes, new.codes]),
-        scales=np.concatenate([old.scales, new.scales]),
-        signs=np.concatenate([old.signs, new.signs]),
-        kinds=np.concatenate([old.kinds, new.kinds]),
-        classes=np.concatenate([old.classes, new.classes]),
+        newest_id=parts[-1].newest_id,
+        ids=np.concatenate([part.ids for part in full]),
+        codes=np.concatenate([part.codes for part in full]),
+        scales=np.concatenate([part.scales for part in full]),
+        signs=np.concatenate([part.signs for part in full]),
+        kinds=np.concatenate([part.kinds for part in full]),
+        classes=np.concatenate([part.classes for part in full]),
     )
 
 
@@ -174,6 +193,7 @@ class _Indexes:
                 index = _joined(cached, _rows(project_id, model, cached.newest_id))
             else:
                 index = _rows(project_id, model, 0)
+                release_freed_memory()
             self._indexes[key] = index
             return index
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from django.conf import settings
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from memory import embeddings
@@ -214,3 +214,15 @@ def test_embed_backfill_embeds_every_item_without_a_vector(tenant: Tenant) -> No
     assert out.getvalue().startswith("Embedded 2 items with all-MiniLM-L6-v2")
     call_command("embed_backfill", stdout=out)
     assert Embedding.objects.count() == 4
+
+
+def test_embed_backfill_with_a_limit_embeds_that_many_and_keeps_the_rest_for_later(tenant: Tenant) -> None:
+    _distractors(tenant)
+    out = io.StringIO()
+    call_command("embed_backfill", "--limit", "3", stdout=out)
+    assert (Embedding.objects.count(), embeddings_missing()) == (3, 1)
+    assert out.getvalue().startswith("Embedded 3 items with all-MiniLM-L6-v2")
+    call_command("embed_backfill", stdout=out)
+    assert (Embedding.objects.count(), embeddings_missing()) == (4, 0)
+    with pytest.raises(CommandError, match="positive"):
+        call_command("embed_backfill", "--limit", "0")
