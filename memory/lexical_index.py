@@ -56,8 +56,11 @@ BUILD_BLOCK_ROWS = 16_384
 # once per FULL_CHECK_SECONDS per project and process.
 SETTLE_ROWS = 256
 FULL_CHECK_SECONDS = 5.0
-# Processes keep the indexes of the projects used last, up to this many indexed items in all.
-MAX_CACHED_ROWS = 1_500_000
+# Processes keep the indexes of the projects used last, up to this many indexed items in all
+# (about 100 MB at 40 words an item), so a worker stays within its memory budget however many
+# projects it serves; a project evicted is indexed again on its next use (about a second per
+# 100,000 items).
+MAX_CACHED_ROWS = 300_000
 
 _KINDS = {value: code for code, value in enumerate(Kind.values)}
 _CLASSES = {value: code for code, value in enumerate(DataClass.values)}

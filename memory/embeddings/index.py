@@ -17,6 +17,7 @@ anything is ranked or shown (see memory.retrieval).
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -32,6 +33,8 @@ EXACT_ROWS = 20_000
 RESCORE = 10
 # Vectors are read and quantised this many at a time (float32 scratch: 12 MB at 384 dimensions).
 LOAD_ROWS = 8_192
+# Processes keep the vectors of the projects used last, up to this many in all (about 86 MB).
+MAX_CACHED_VECTORS = 200_000
 MIN_SHORTLIST = 256
 _KINDS = {value: code for code, value in enumerate(Kind.values)}
 _CLASSES = {value: code for code, value in enumerate(DataClass.values)}
@@ -173,9 +176,11 @@ def _joined(*parts: VectorIndex) -> VectorIndex:
 
 
 class _Indexes:
+    """Each (project, model)'s index in this process; the least recently used go past MAX_CACHED_VECTORS."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._indexes: dict[tuple[int, str], VectorIndex] = {}
+        self._indexes: OrderedDict[tuple[int, str], VectorIndex] = OrderedDict()
 
     def get(self, project_id: int, model: str) -> VectorIndex | None:
         """The project's index for this model, brought up to date; None while it has no vectors."""
@@ -188,6 +193,7 @@ class _Indexes:
                 self._indexes.pop(key, None)
                 return None
             if cached is not None and cached.newest_id == newest:
+                self._indexes.move_to_end(key)
                 return cached
             if cached is not None and cached.newest_id < newest:
                 index = _joined(cached, _rows(project_id, model, cached.newest_id))
@@ -195,6 +201,11 @@ class _Indexes:
                 index = _rows(project_id, model, 0)
                 release_freed_memory()
             self._indexes[key] = index
+            self._indexes.move_to_end(key)
+            total = sum(len(i) for i in self._indexes.values())
+            while total > MAX_CACHED_VECTORS and len(self._indexes) > 1:
+                _, dropped = self._indexes.popitem(last=False)
+                total -= len(dropped)
             return index
 
     def clear(self) -> None:
