@@ -84,9 +84,9 @@ def hybrid_rank(
     index = lexical_indexes.get(project_id)
     query_words = [w for term in search.keywords(query) for w in words(term)]
     without = [w for term in search.excluded(query) for w in words(term)]
-    semantic = _semantic(vectors, data_classes, query, kinds, depth) if vectors else []
-    for _ in range(MAX_RECHECKS + 1):
-        lexical = index.rank(
+
+    def ranked_words() -> list[Hit]:
+        return index.rank(
             query_words,
             classes=data_classes,
             states=states,
@@ -94,6 +94,13 @@ def hybrid_rank(
             without=without,
             limit=wanted + STALE_EXTRA,
         )
+
+    # Words first: the query's vector may still be on its way (prefetch_query_vector).
+    lexical = ranked_words()
+    semantic = _semantic(vectors, data_classes, query, kinds, depth) if vectors else []
+    for attempt in range(MAX_RECHECKS + 1):
+        if attempt:
+            lexical = ranked_words()
         current = _current(items, [*(h.fact_id for h in lexical), *(i for i, _ in semantic)], states, kinds)
         stale = [h.fact_id for h in lexical if h.fact_id not in current]
         index.mark_dead(stale)
@@ -122,6 +129,21 @@ def _current(
         return {}
     rows = items.filter(id__in=set(fact_ids)).order_by().values_list("id", "kind", "state")
     return {i: kind for i, kind, state in rows if state in states and (kinds is None or kind in kinds)}
+
+
+def prefetch_query_vector(project_id: int, query: str) -> None:
+    """Start embedding the query now if the project's ranking will want its vector.
+
+    Called first thing by search_memory and get_context: the embedding (the costliest part of a
+    new query) then overlaps the call's statements and its word ranking. Only for projects whose
+    vectors this process already keeps, so no project without vectors pays for an embedding.
+    """
+    model = embedder()
+    query = bounded_query(query)
+    if model is None or search.excluded(query) or not search.terms(query):
+        return
+    if indexes.holds(project_id, model.name):
+        query_vectors.prefetch(model, query)
 
 
 def project_vectors(project_id: int) -> VectorIndex | None:

@@ -15,7 +15,7 @@ from memory.cursors import cursor_make, cursor_offset
 from memory.excerpts import excerpt
 from memory.models import Fact, Publication, State
 from memory.refs import is_ref
-from memory.retrieval import hybrid_rank, project_vectors
+from memory.retrieval import hybrid_rank, prefetch_query_vector, project_vectors
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 from workspaces.scope import AgentScope
@@ -78,6 +78,7 @@ def search_for_agent(
     else:
         if not search.terms(query):
             raise InvalidRequest("query must contain at least one word or number.")
+        prefetch_query_vector(project.pk, query)
         ranked = hybrid_rank(
             items=agent_facts(scope, project),
             project_id=project.pk,

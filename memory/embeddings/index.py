@@ -208,6 +208,11 @@ class _Indexes:
                 total -= len(dropped)
             return index
 
+    def holds(self, project_id: int, model: str) -> bool:
+        """Whether this process already keeps vectors of the project (no statement)."""
+        with self._lock:
+            return (project_id, model) in self._indexes
+
     def clear(self) -> None:
         with self._lock:
             self._indexes.clear()
