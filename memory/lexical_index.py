@@ -308,8 +308,23 @@ def _extended(index: LexicalIndex, rows: Sequence[_Row]) -> LexicalIndex:
 _LIVE_SQL = ", ".join(f"'{state}'" for state in State.current())
 _ROWS_SQL = (
     f"SELECT id, kind, data_class, state, CASE WHEN state IN ({_LIVE_SQL}) THEN text ELSE '' END "  # noqa: S608
-    "FROM memory_fact WHERE project_id = %s AND id > %s ORDER BY id LIMIT %s"
+    "FROM memory_fact WHERE {above} ORDER BY project_id, id LIMIT %s"
 )
+
+
+def _above(project_id: int, after: int) -> tuple[str, list[int]]:
+    """The project's rows above an id, as a range of the (project, id) index, and its parameters.
+
+    PostgreSQL is given the pair as a row comparison, which only that index can serve: with
+    `id > %s` alone it may walk the primary key across every row that other projects and tenants
+    added above the watermark. SQLite serves the plain range from any index on the project (each
+    holds the rowid).
+    """
+    if db.vendor == "postgresql":
+        return "(project_id, id) > (%s, %s) AND project_id = %s", [project_id, after, project_id]
+    return "project_id = %s AND id > %s", [project_id, after]
+
+
 # Rows are read in pages of this many (by id), so a large project's texts are never all in memory.
 PAGE_ROWS = 5_000
 
@@ -323,7 +338,8 @@ def _fetch(sql: str, params: Sequence[int | str]) -> list[tuple[Any, ...]]:
 def _rows(project_id: int, after: int) -> Iterator[_Row]:
     """The project's rows above id `after`, oldest first, a page at a time."""
     while True:
-        page = _fetch(_ROWS_SQL, [project_id, after, PAGE_ROWS])
+        above, params = _above(project_id, after)
+        page = _fetch(_ROWS_SQL.replace("{above}", above), [*params, PAGE_ROWS])
         yield from ((int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4])) for r in page)
         if len(page) < PAGE_ROWS:
             return
@@ -332,8 +348,8 @@ def _rows(project_id: int, after: int) -> Iterator[_Row]:
 
 def _count_above(project_id: int, after: int) -> int:
     """How many rows the project has above `after`: a range probe on the (project, id) index."""
-    sql = "SELECT count(*) FROM memory_fact WHERE project_id = %s AND id > %s"
-    return int(_fetch(sql, [project_id, after])[0][0])
+    above, params = _above(project_id, after)
+    return int(_fetch(f"SELECT count(*) FROM memory_fact WHERE {above}", params)[0][0])  # noqa: S608
 
 
 _LIVE = frozenset(State.current())

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
+from memory.heap import release_freed_memory
+
 NAME = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
 PACKAGE = "all_minilm_l6_v2"
@@ -99,15 +101,20 @@ class MiniLM:
                 tokenizer.enable_truncation(MAX_TOKENS)
                 tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token name
                 # Linear layers as (in, out) so a batch multiplies without a transpose per call.
+                # Every tensor is copied out of the archive's bytes, so those (90 MB) are freed.
                 weights = {
-                    k: (np.ascontiguousarray(v.T) if k.endswith("dense.weight") or ".self." in k else v)
+                    k: (
+                        np.ascontiguousarray(v.T) if k.endswith("dense.weight") or ".self." in k else v.copy()
+                    )
                     for k, v in raw.items()
                     if k.endswith(("weight", "bias"))
                 }
+                del raw
                 # The vocabulary's table is half the model and only ever indexed: kept as float16
                 # (23 MB less per process), each looked-up row widened again.
                 weights[_WORDS] = weights[_WORDS].astype(np.float16)
                 self._tokenizer, self._weights = tokenizer, weights
+                release_freed_memory()
             return self._weights, self._tokenizer
 
     def embed(self, texts: list[str]) -> np.ndarray:
