@@ -52,6 +52,11 @@ class PublicSet:
     questions: list[Question]
 
 
+def recall_ceiling(dataset: PublicSet, k: int) -> float:
+    """The best recall@k possible: a question with more than k relevant items cannot reach 1."""
+    return sum(min(k, len(q.relevant)) / len(q.relevant) for q in dataset.questions) / len(dataset.questions)
+
+
 class DatasetError(Exception):
     """The files at the given path are not the benchmark's (missing, or not in its format)."""
 

@@ -233,7 +233,11 @@ def main(argv: list[str] | None = None) -> int:
             path = data_dir / f"quality-{dataset.name}.jsonl"
             rate = seed(project_slug, partial(public.write_jsonl, dataset), len(dataset.items), path)
             log(f"  {rate:,.0f} items/s")
-        heading = f"{dataset.name}: {len(dataset.items):,} items, {len(dataset.questions)} questions"
+        heading = (
+            f"{dataset.name}: {len(dataset.items):,} items, {len(dataset.questions)} questions "
+            f"(best possible recall@1 {public.recall_ceiling(dataset, 1):.3f}, @5 "
+            f"{public.recall_ceiling(dataset, 5):.3f})"
+        )
     else:
         corpus = generate(args.items, questions=args.questions)
         project_slug = PROJECT

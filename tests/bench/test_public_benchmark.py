@@ -39,6 +39,7 @@ def test_a_question_is_the_conversation_before_the_test_turn_without_speaker_tag
     assert "marathon" not in first.query
     assert "everyone clapped" not in first.query
     assert second.relevant == {"madial/2", "madial/5"}
+    assert public.recall_ceiling(public.load("madial-bench", SAMPLE), 1) == pytest.approx((1 + 1 / 2 + 1) / 3)
     # Two test turns: the conversation stops before the first.
     assert third.query == "I feel like something cold and sweet."
 
