@@ -13,6 +13,15 @@ line, with `test-turn` (the assistant turn that should bring a memory up) and `r
 memories that fit there). Each memory becomes an item dated by its `time`; each dialogue becomes a
 question: the conversation before the test turn, speaker tags removed, is the get_context task,
 and its most recent part that fits a search_memory query is the query.
+
+REALTALK (`realtalk`; Lee et al., "REALTALK: A 21-Day Real-World Dataset for Long-Term
+Conversation", arXiv 2502.13270; github.com/danny911kr/REALTALK). PATH is its `data` folder, one
+`Chat_<n>_<a>_<b>.json` per pair of people who messaged each other for 21 days (real people, not
+generated). Every message of every chat becomes an item ("Kevin: ...", dated by its message), all
+chats in one project, as one memory serving many conversations; each `qa` entry is a question
+whose relevant items are its `evidence` messages. Evidence is written by hand there ("D12:3-D12:5",
+"D5:12;D5:16", "D5:3."): ranges are expanded, and ids that name no message are dropped, with the
+questions left without evidence.
 """
 
 from __future__ import annotations
@@ -117,7 +126,72 @@ def load_madial(path: Path) -> PublicSet:
     return PublicSet("madial-bench", items, questions)
 
 
-LOADERS: dict[str, Callable[[Path], PublicSet]] = {"madial-bench": load_madial}
+_SESSION = re.compile(r"session_\d+")
+_EVIDENCE = re.compile(r"D(\d+):(\d+)(?:\s*-\s*D(\d+):(\d+))?")
+
+
+def _evidence_ids(evidence: list[str]) -> Iterator[str]:
+    """The message ids a hand-written evidence list names, ranges within one session expanded."""
+    for written in evidence:
+        for match in _EVIDENCE.finditer(str(written)):
+            session, first, end_session, last = match.groups()
+            if end_session == session and last is not None and int(first) <= int(last):
+                yield from (f"D{session}:{n}" for n in range(int(first), int(last) + 1))
+            else:
+                yield f"D{session}:{first}"
+                if end_session is not None:
+                    yield f"D{end_session}:{last}"
+
+
+def _message_date(stamp: str) -> str | None:
+    """ "29.12.2023, 22:42:04" as an ISO date."""
+    day, _, rest = stamp.partition(".")
+    month, _, year = rest.partition(".")
+    year = year[:4]
+    return f"{year}-{month}-{day}" if year.isdigit() and month.isdigit() and day.isdigit() else None
+
+
+def _realtalk_chat(path: Path) -> tuple[list[Item], list[Question]]:
+    try:
+        chat = json.loads(path.read_text(encoding="utf-8"))
+        messages = [m for key, session in chat.items() if _SESSION.fullmatch(key) for m in session]
+        items = [
+            Item(
+                f"realtalk/{path.stem}/{m['dia_id']}",
+                f"{m['speaker']}: {m['clean_text']}",
+                _message_date(m.get("date_time", "")),
+            )
+            for m in messages
+            if m["clean_text"].strip()
+        ]
+        known = {item.source for item in items}
+        questions = []
+        for qa in chat["qa"]:
+            relevant = {f"realtalk/{path.stem}/{i}" for i in _evidence_ids(qa.get("evidence") or [])}
+            if relevant & known and qa["question"].strip():
+                question = qa["question"].strip()
+                questions.append(
+                    Question(question[:QUERY_MAX], question[:TASK_MAX], frozenset(relevant & known))
+                )
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+        raise DatasetError(f"{path}: not a REALTALK chat ({type(error).__name__}: {error}).") from None
+    return items, questions
+
+
+def load_realtalk(path: Path) -> PublicSet:
+    chats = sorted(path.glob("Chat_*.json")) if path.is_dir() else []
+    if not chats:
+        raise DatasetError(f"{path} holds no Chat_*.json: --public-path must be REALTALK's data folder.")
+    items: list[Item] = []
+    questions: list[Question] = []
+    for chat in chats:
+        chat_items, chat_questions = _realtalk_chat(chat)
+        items += chat_items
+        questions += chat_questions
+    return PublicSet("realtalk", items, questions)
+
+
+LOADERS: dict[str, Callable[[Path], PublicSet]] = {"madial-bench": load_madial, "realtalk": load_realtalk}
 
 
 def load(name: str, path: Path) -> PublicSet:
@@ -127,10 +201,20 @@ def load(name: str, path: Path) -> PublicSet:
 
 
 def write_jsonl(dataset: PublicSet, path: Path) -> None:
-    """The items as `import_memory` reads them (memory/readers/jsonl.py)."""
+    """The items as `import_memory` reads them (memory/readers/jsonl.py).
+
+    The benchmark's id is each item's foreign id: two messages with the same words ("Kevin: yes")
+    are two items, as they are two answers to check, where items without ids would be one.
+    """
     with path.open("w", encoding="utf-8") as out:
         for item in dataset.items:
-            row = {"kind": "fact", "text": item.text, "source": item.source, "actor": "bench"}
+            row = {
+                "kind": "fact",
+                "text": item.text,
+                "id": item.source,
+                "source": item.source,
+                "actor": "bench",
+            }
             if item.date:
                 row["date"] = item.date
             out.write(json.dumps(row) + "\n")

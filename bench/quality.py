@@ -80,8 +80,10 @@ def seed(project: str, write: Callable[[Path], None], count: int, path: Path) ->
     """Import the items `write` puts at `path` into a fresh project; the import's items per second."""
     from django.core.management import call_command
 
-    from workspaces.models import Workspace
+    from workspaces.models import Connection, Workspace
 
+    # A connection's zone is protected: the bench's own reader connections go first.
+    Connection.objects.filter(zone__workspace__slug=WORKSPACE).delete()
     Workspace.objects.filter(slug=WORKSPACE).delete()
     call_command("create_workspace", WORKSPACE, stdout=io.StringIO())
     call_command("create_project", WORKSPACE, project, "--data-class", "internal", stdout=io.StringIO())

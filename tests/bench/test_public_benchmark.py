@@ -1,6 +1,7 @@
-"""The public-benchmark mode of bench/quality.py, on a tiny hand-written sample in MADial-Bench's
-format (tests/bench/madial-sample: invented lines, not the benchmark's): the loader reads what the
-benchmark's files hold, and the figures come from importing it and asking through the selectors.
+"""The public-benchmark mode of bench/quality.py, on tiny hand-written samples in the formats of
+MADial-Bench and REALTALK (tests/bench/*-sample: invented lines, not the benchmarks'): the loaders
+read what the benchmarks' files hold, and the figures come from importing them and asking through
+the selectors.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.readpath import _fresh_bundle_cache  # noqa: F401  (autouse: bundles of earlier tests)
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
@@ -20,6 +23,7 @@ import public  # noqa: E402
 import quality  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parent / "madial-sample"
+REALTALK = Path(__file__).resolve().parent / "realtalk-sample"
 
 
 def test_each_memory_becomes_a_dated_item() -> None:
@@ -92,9 +96,63 @@ def test_the_command_line_reports_a_wrong_path_instead_of_failing(tmp_path: Path
     assert "not found: --public-path must be the benchmark's data folder" in capsys.readouterr().err
 
 
+def test_each_chat_message_becomes_a_dated_item_and_each_question_its_evidence() -> None:
+    dataset = public.load("realtalk", REALTALK)
+    chat = "realtalk/Chat_1_Ann_Bo"
+    # The photo without words is no item; the two "Hey!" stay two.
+    assert [item.source for item in dataset.items] == [
+        f"{chat}/D1:1",
+        f"{chat}/D1:2",
+        *(f"{chat}/D2:{n}" for n in (1, 2, 3)),
+    ]
+    assert dataset.items[1].text == "Bo: I went skiing in Colorado over the holidays."
+    assert dataset.items[1].date == "2023-12-29"
+    skiing, starter = dataset.questions  # the third names no message of the chat
+    assert skiing.query == skiing.task == "Where did Bo go skiing?"
+    assert skiing.relevant == {f"{chat}/D1:2"}
+    assert starter.relevant == {f"{chat}/D2:2", f"{chat}/D2:3"}
+
+
+@pytest.mark.parametrize(
+    ("written", "ids"),
+    [
+        (["D12:3-D12:5"], ["D12:3", "D12:4", "D12:5"]),
+        (["D5:12;D5:16", "D5:3."], ["D5:12", "D5:16", "D5:3"]),
+        (["D11:17; D16:1"], ["D11:17", "D16:1"]),
+        (["D13:45:D20:19"], ["D13:45", "D20:19"]),
+        (["D2:9-D3:1"], ["D2:9", "D3:1"]),
+        (["see above"], []),
+    ],
+)
+def test_hand_written_evidence_is_read_as_the_message_ids_it_names(
+    written: list[str], ids: list[str]
+) -> None:
+    assert list(public._evidence_ids(written)) == ids
+
+
+def test_a_folder_without_chats_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(public.DatasetError, match="holds no Chat_"):
+        public.load("realtalk", tmp_path)
+    (tmp_path / "Chat_1_A_B.json").write_text('{"session_1": [{"speaker": "A"}], "qa": []}')
+    with pytest.raises(public.DatasetError, match="not a REALTALK chat"):
+        public.load("realtalk", tmp_path)
+
+
 @pytest.mark.django_db
-def test_figures_count_the_relevant_items_found_through_the_import_and_the_selectors(tmp_path: Path) -> None:
-    dataset = public.load("madial-bench", SAMPLE)
+@pytest.mark.parametrize(
+    ("name", "sample", "found"),
+    [
+        # Only the first dialogue shares words with its memory ("oranges", "fair"); the words
+        # after its test turn ("marathon gelato") were never asked.
+        ("madial-bench", SAMPLE, 1 / 3),
+        # "skiing" finds its message; "starter" finds one of its two, "Bake a loaf" shares no word.
+        ("realtalk", REALTALK, (1 + 1 / 2) / 2),
+    ],
+)
+def test_figures_count_the_relevant_items_found_through_the_import_and_the_selectors(
+    tmp_path: Path, name: str, sample: Path, found: float
+) -> None:
+    dataset = public.load(name, sample)
     write = partial(public.write_jsonl, dataset)
     quality.seed(dataset.name, write, len(dataset.items), tmp_path / "sample.jsonl")
     assert quality._seeded(dataset.name, {i.source: i.text for i in dataset.items}, len(dataset.items))
@@ -102,10 +160,8 @@ def test_figures_count_the_relevant_items_found_through_the_import_and_the_selec
 
     figures = quality.measure_public(dataset, scope, project)
 
-    # No vectors: the lexical ranking alone. Only the first question shares words with its memory
-    # ("oranges", "fair"); the other two share none, and the words after the test turn
-    # ("marathon gelato") were never asked.
-    assert figures["search dialogue recall@1"] == pytest.approx(1 / 3)
-    assert figures["search dialogue recall@20"] == pytest.approx(1 / 3)
-    # Five items fit whole in a bundle (40 at most): each holds both of the second question's.
+    # No vectors: the lexical ranking alone.
+    assert figures["search dialogue recall@1"] == pytest.approx(found)
+    assert figures["search dialogue recall@20"] == pytest.approx(found)
+    # A handful of items fit whole in a bundle (40 at most): each holds all its relevant ones.
     assert figures["get_context dialogue: relevant share in bundle"] == 1.0
