@@ -59,6 +59,7 @@ class PublicSet:
     name: str
     items: list[Item]
     questions: list[Question]
+    asked_as: str = "question"  # what a question is in the benchmark's own terms, for the table
 
 
 def recall_ceiling(dataset: PublicSet, k: int) -> float:
@@ -123,7 +124,7 @@ def load_madial(path: Path) -> PublicSet:
             questions.append(Question(tail(said, QUERY_MAX), tail(said, TASK_MAX), relevant))
     if not items or not questions:
         raise DatasetError(f"{path} holds no memories or no dialogues.")
-    return PublicSet("madial-bench", items, questions)
+    return PublicSet("madial-bench", items, questions, asked_as="dialogue")
 
 
 _SESSION = re.compile(r"session_\d+")

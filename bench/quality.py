@@ -155,8 +155,8 @@ def measure_public(dataset: public.PublicSet, scope: Any, project: Any) -> dict[
         held = _bundle_sources(scope, project, question.task)
         held_share += len(question.relevant.intersection(held)) / len(question.relevant)
     asked = len(dataset.questions)
-    figures = {f"search dialogue recall@{k}": found_share[k] / asked for k in KS}
-    figures["get_context dialogue: relevant share in bundle"] = held_share / asked
+    figures = {f"search {dataset.asked_as} recall@{k}": found_share[k] / asked for k in KS}
+    figures[f"get_context {dataset.asked_as}: relevant share in bundle"] = held_share / asked
     return figures
 
 

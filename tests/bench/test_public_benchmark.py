@@ -161,7 +161,8 @@ def test_figures_count_the_relevant_items_found_through_the_import_and_the_selec
     figures = quality.measure_public(dataset, scope, project)
 
     # No vectors: the lexical ranking alone.
-    assert figures["search dialogue recall@1"] == pytest.approx(found)
-    assert figures["search dialogue recall@20"] == pytest.approx(found)
+    asked = {"madial-bench": "dialogue", "realtalk": "question"}[name]
+    assert figures[f"search {asked} recall@1"] == pytest.approx(found)
+    assert figures[f"search {asked} recall@20"] == pytest.approx(found)
     # A handful of items fit whole in a bundle (40 at most): each holds all its relevant ones.
-    assert figures["get_context dialogue: relevant share in bundle"] == 1.0
+    assert figures[f"get_context {asked}: relevant share in bundle"] == 1.0
