@@ -3,6 +3,7 @@ the answer, on a generated engineering memory with known answers (`bench/corpus.
 
     python bench/quality.py --items 10000                    # SQLite file under var/
     python bench/quality.py --items 100000 --database-url postgres://root@127.0.0.1:5432/h9
+    python bench/quality.py --public realtalk --public-path /work/data/realtalk
     python bench/quality.py --public madial-bench --public-path /work/data/madial-bench
 
 It imports the corpus with `import_memory` into a fresh database (or reuses one with `--keep`),
