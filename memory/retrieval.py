@@ -77,13 +77,15 @@ def hybrid_rank(
     `vectors` is the project's index (`project_vectors`), None for the lexical ranking alone.
     The first `depth` of each ranking are fused; the order does not depend on `limit`.
     """
-    query = bounded_query(query)
     wanted = max(limit, depth)
     if not data_classes:
         return []
     index = lexical_indexes.get(project_id)
-    query_words = [w for term in search.keywords(query) for w in words(term)]
-    without = [w for term in search.excluded(query) for w in words(term)]
+    # The word ranking's work is bounded by the query's words (memory.query_limits); the vector
+    # side reads the whole text (the model truncates it), so a long question keeps its meaning.
+    bounded = bounded_query(query)
+    query_words = [w for term in search.keywords(bounded) for w in words(term)]
+    without = [w for term in search.excluded(bounded) for w in words(term)]
 
     def ranked_words() -> list[Hit]:
         return index.rank(
@@ -139,7 +141,6 @@ def prefetch_query_vector(project_id: int, query: str) -> None:
     vectors this process already keeps, so no project without vectors pays for an embedding.
     """
     model = embedder()
-    query = bounded_query(query)
     if model is None or search.excluded(query) or not search.terms(query):
         return
     if indexes.holds(project_id, model.name):
