@@ -40,10 +40,10 @@ import numpy as np
 import Stemmer
 from django.db import connection as db
 
+from memory.codes import CLASSES, KIND_NAMES, KINDS, STATES, code, lookup
 from memory.heap import release_freed_memory
-from memory.models import Kind, State
+from memory.models import State
 from memory.query_limits import QueryTooCostly, time_budget_seconds
-from workspaces.models import DataClass
 
 # BM25's saturation and length normalisation (Robertson's defaults).
 BM25_K1 = 1.2
@@ -61,10 +61,6 @@ FULL_CHECK_SECONDS = 5.0
 # projects it serves; a project evicted is indexed again on its next use (about a second per
 # 100,000 items).
 MAX_CACHED_ROWS = 300_000
-
-_KINDS = {value: code for code, value in enumerate(Kind.values)}
-_CLASSES = {value: code for code, value in enumerate(DataClass.values)}
-_STATES = {value: code for code, value in enumerate(State.values)}
 
 
 # ASCII text is split by str.translate and str.split, three times faster than a regular expression;
@@ -108,16 +104,6 @@ def words(text: str) -> list[str]:
     return _stemmed(split_words(text))
 
 
-def _codes(table: dict[str, int], values: Collection[str] | None) -> np.ndarray:
-    """A lookup table: True at the code of each given value (all of them for None)."""
-    allowed = np.zeros(len(table), dtype=bool)
-    if values is None:
-        allowed[:] = True
-    else:
-        allowed[[table[v] for v in values if v in table]] = True
-    return allowed
-
-
 @dataclass(frozen=True)
 class Hit:
     """A ranked candidate: higher scores are better."""
@@ -125,9 +111,6 @@ class Hit:
     fact_id: int
     score: float
     kind: str = ""
-
-
-_KIND_NAMES = np.array(Kind.values, dtype=object)
 
 
 @dataclass
@@ -165,9 +148,9 @@ class LexicalIndex:
         if not len(self.ids) or limit <= 0:
             return []
         allowed = (
-            _codes(_CLASSES, classes)[self.classes]
-            & _codes(_STATES, states)[self.states]
-            & _codes(_KINDS, kinds)[self.kinds]
+            lookup(CLASSES, classes)[self.classes]
+            & lookup(STATES, states)[self.states]
+            & lookup(KINDS, kinds)[self.kinds]
             & ~self.dead
         )
         for word in without:
@@ -207,7 +190,7 @@ class LexicalIndex:
         best = matched[order]
         return [
             Hit(int(i), float(s), str(k))
-            for i, s, k in zip(self.ids[best], scores[best], _KIND_NAMES[self.kinds[best]], strict=True)
+            for i, s, k in zip(self.ids[best], scores[best], KIND_NAMES[self.kinds[best]], strict=True)
         ]
 
     def mark_dead(self, fact_ids: Iterable[int]) -> None:
@@ -234,9 +217,9 @@ def _built(rows: Iterable[_Row]) -> LexicalIndex:
         lengths.append(len(found))
         tokens.extend([spellings.setdefault(w, len(spellings)) for w in found])
         ids.append(row[0])
-        kinds.append(_KINDS[row[1]])
-        classes.append(_CLASSES[row[2]])
-        states.append(_STATES[row[3]])
+        kinds.append(code(KINDS, row[1]))
+        classes.append(code(CLASSES, row[2]))
+        states.append(code(STATES, row[3]))
     vocabulary: dict[str, int] = {}
     stem_of = np.array(
         [vocabulary.setdefault(stem, len(vocabulary)) for stem in _stemmed(list(spellings))], dtype=np.int32
