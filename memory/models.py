@@ -70,10 +70,11 @@ class Taint(models.IntegerChoices):
     UNTRUSTED = 1, "untrusted"
 
 
-def text_digest(text: str) -> str:
+def text_digest(text: str) -> int:
     """The indexed stand-in for an item's text: import finds an item it has seen by it (`Fact.text`
-    has no index, and a whole text is too long for one). Candidates are confirmed on the text."""
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    has no index, and a whole text is too long for one). 64 bits keep the index entries small; a
+    rare collision only adds a candidate, which the text itself then rules out."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
 
 
 class FactQuerySet(models.QuerySet["Fact"]):
@@ -99,7 +100,7 @@ class Fact(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.FACT)
     text = models.TextField()
     # Filled from `text` on every save and bulk insert (text_digest); never edited.
-    text_digest = models.CharField(max_length=32, blank=True, default="", editable=False)
+    text_digest = models.BigIntegerField(default=0, editable=False)
     state = models.CharField(max_length=16, choices=State.choices, default=State.ACTIVE)
     data_class = models.CharField(max_length=16, choices=DataClass.choices)
     source = models.CharField(max_length=500, blank=True, help_text="Where this came from: a URL, file, ref.")

@@ -20,9 +20,9 @@ _SINGLE_COLUMN_INDEXES = (
 )
 
 
-def _digest(text: str) -> str:
+def _digest(text: str) -> int:
     # Frozen copy of memory.models.text_digest: a migration must not change when the model does.
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
 
 
 def backfill(apps, schema_editor):
@@ -49,7 +49,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="fact",
             name="text_digest",
-            field=models.CharField(blank=True, default="", editable=False, max_length=32),
+            field=models.BigIntegerField(default=0, editable=False),
         ),
         migrations.RunPython(_restore_sqlite_fulltext, migrations.RunPython.noop),
         migrations.RunPython(backfill, migrations.RunPython.noop, elidable=True),
