@@ -12,8 +12,15 @@ from collections.abc import Iterable, Sequence
 
 from memory.fingerprints import bands, copies, shingles
 from memory.models import Fact, Proposal, Taint, TaintPrint
+from memory.prepared import Prepared
 
 _MAX_CANDIDATES = 20
+# Every proposal reads this; compiled once per process and number of bands (memory.prepared).
+_prints_sharing = Prepared(
+    lambda workspace_id, wanted: TaintPrint.objects.filter(
+        workspace_id=workspace_id, band__in=wanted
+    ).values_list("fact_id", "band")
+)
 
 
 def prints_record(items: Iterable[Fact]) -> None:
@@ -36,9 +43,7 @@ def copies_taint(workspace_id: int, proposals: Sequence[Proposal]) -> None:
     if not wanted:
         return
     hits: dict[int, set[int]] = {}
-    for fact_id, band in TaintPrint.objects.filter(workspace_id=workspace_id, band__in=wanted).values_list(
-        "fact_id", "band"
-    ):
+    for fact_id, band in _prints_sharing.rows(workspace_id, sorted(wanted)):
         hits.setdefault(band, set()).add(fact_id)
     if not hits:
         return
