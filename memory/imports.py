@@ -158,6 +158,10 @@ class _Importer:
                 match = by_origin.get(item.ref) or in_project
             else:
                 match = by_text.get((row.kind, row.text))
+            if match is not None:
+                # Taint never decreases: a new version of an untrusted item stays untrusted, whatever
+                # the file says (an export of this workspace says it; another tool's may not).
+                row = row._replace(taint=max(row.taint, int(match["taint"])))
             if match is not None and all(match[c] == getattr(row, c) for c in _COMPARED):
                 self.unchanged += 1
                 ref = str(match["ref"])

@@ -18,7 +18,7 @@ import pytest
 from django.core.management import call_command
 
 from memory.exports import workspace_export
-from memory.models import Fact, Proposal, Taint, TaintPrint
+from memory.models import Fact, Proposal, State, Taint, TaintPrint
 from memory.services import consolidation_run, fact_create, proposal_submit
 from tests.conftest import Tenant
 from tests.mcp_client import MCPClient
@@ -157,3 +157,23 @@ def test_an_item_any_path_created_is_found_again_by_its_text(tenant: Tenant, tmp
     out = run("import_memory", "acme", "platform", str(path))
     assert "Imported 0 items into acme/platform (unchanged 2, updated 0" in out
     assert Fact.objects.filter(project=platform, taint=Taint.CLEAN).count() == 2
+
+
+def test_a_new_version_of_an_untrusted_item_stays_untrusted_whatever_the_file_says(
+    tenant: Tenant, tmp_path: Path
+) -> None:
+    first = write_jsonl(
+        tmp_path / "first.jsonl", [{"id": "web-1", "text": UNTRUSTED_TEXT, "taint": "untrusted"}]
+    )
+    run("import_memory", "acme", "platform", str(first))
+    # The same item again, edited, from a file that says nothing of its taint.
+    edited = write_jsonl(tmp_path / "edited.jsonl", [{"id": "web-1", "text": UNTRUSTED_TEXT + " Edited."}])
+    run("import_memory", "acme", "platform", str(edited))
+    versions = Fact.objects.filter(project=tenant.projects["platform"], origin="web-1").order_by("id")
+    assert [(f.state, f.taint) for f in versions] == [
+        (State.SUPERSEDED, Taint.UNTRUSTED),
+        (State.ACTIVE, Taint.UNTRUSTED),
+    ]
+    # ... and importing it once more is no change at all.
+    out = run("import_memory", "acme", "platform", str(edited))
+    assert versions.count() == 2, out
