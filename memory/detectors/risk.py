@@ -421,6 +421,62 @@ _MORE_RULES: Final[tuple[_Rule, ...]] = (
         words=word_set("decode translate decipher convert unscramble reverse read"),
     ),
     _Rule(
+        "response_directive",
+        "Dictates what the reader must reply, output or produce (a canary, a code word, exact text).",
+        re.compile(
+            # An imperative at the start of a sentence, line or list item, about the reader's answer.
+            r"(?:^|[.!?:;]\s|\n)[\s#*>-]{0,6}(?:please\s+)?(?:(?:reply|respond|answer)\s+(?:only\s+|exactly\s+"
+            r"|just\s+|simply\s+)?(?:with|by|exactly|only|verbatim|in\s+all\s+caps)\b"
+            r"|(?:output|print|say|produce|emit)\s+(?:only\b|exactly\b|verbatim\b|just\s+the\s+word"
+            r"|the\s+(?:expected|exact|following)\s+(?:output|reply|response|answer|string|text|word|phrase|code))"
+            r"|(?:confirm|acknowledge)\s+(?:receipt|this|that\s+you)\b[^\n.]{0,40}?\bby\s+(?:outputting|printing"
+            r"|replying|responding|saying|writing|including|answering))"
+            r"|\b(?:reply|respond|answer|output|outputting|print|say)\b[^\n]{0,80}?\band\s+nothing\s+else\b"
+            r"|\b(?:reply|respond|answer|output)\s+only\s+with\b"
+            r"|\b(?:antworte|antworten\s+sie)\s+nur\s+mit\b|\br[ée]ponds?\s+(?:uniquement|seulement)\s+(?:par|avec)\b"
+            r"|\bresponde\s+(?:solo|solamente|[úu]nicamente)\s+con\b|\brispondi\s+solo\s+con\b"
+        ),
+        words=word_set(
+            """reply respond answer output print say produce emit confirm acknowledge nothing
+            antworte antworten réponds reponds responde rispondi"""
+        ),
+    ),
+    _Rule(
+        "persona",
+        "Assigns the reader a persona or a script to act out (role play, a story it must continue).",
+        re.compile(
+            rf"\b(?:the\s+)?{_AGENTS}\s+(?:in\s+(?:the|this|our)\s+(?:story|scenario|game|role[\s-]?play|script"
+            r"|scene|simulation)\s+)?(?:is\s+(?:now\s+)?(?:named|called)|will\s+be\s+(?:named|called)|plays\s+(?:the\s+)?role"
+            r"|is\s+playing|acts\s+as|pretends\s+to)\b"
+            r"|\b(?:respond|reply|answer|speak|act|write|behave)\s+(?:exactly\s+|only\s+|strictly\s+)?as\s+"
+            r"(?:[\w-]{1,30}\s+){1,3}would\b"
+            r"|\bcontinue\s+the\s+(?:story|role[\s-]?play|scene|conversation|script|dialogue)\s+(?:by|as)\s+"
+            r"(?:responding|replying|answering|writing|saying|speaking|playing|acting|[\w-]{1,30}\b)"
+            r"|\b(?:stay|remain)\s+in\s+character\b|\b(?:pretend|imagine)\s+(?:that\s+)?you\s+are\b"
+            r"|\byou\s+are\s+now\s+(?:named|called|playing|in\s+character)\b"
+        ),
+        words=_AGENT_WORDS
+        | word_set("respond reply answer speak act write behave continue stay remain pretend imagine you"),
+    ),
+    _Rule(
+        "authority_claim",
+        "Speaks in the name of the developers, maintainers, vendor or another authority.",
+        re.compile(
+            r"(?:^|\n)[\s#*>\[(-]{0,6}(?:(?:a\s+)?(?:note|message|notice|memo|word|instructions?|update|request)\s+"
+            r"from\s+(?:the\s+|your\s+)?(?:developers?|dev\s+team|maintainers?|admins?|administrators?|operators?"
+            r"|vendor|owners?|author|creators?|security\s+team|it\s+department|it\s+team|support\s+team"
+            r"|anthropic|openai|google|microsoft|platform\s+team)\s*[:\]!)—-]"
+            r"|(?:developer|admin|administrator|operator|maintainer|vendor|security)\s+(?:note|notice|message)\s*[:\]])"
+            r"|\b(?:this\s+is\s+an?\s+)?(?:authori[sz]ed|official|sanctioned|approved|legitimate)\s+(?:diagnostic"
+            r"|security\s+test|test\s+request|penetration\s+test|drill|audit\s+request|override)\b"
+        ),
+        words=word_set(
+            """note notes message notice memo word instruction instructions update request developer admin
+            administrator operator maintainer vendor security authorized authorised official sanctioned
+            approved legitimate"""
+        ),
+    ),
+    _Rule(
         "command_or_code",
         "Contains SQL that destroys data.",
         re.compile(r"\bdrop\s+(?:table|database|schema)\b|;\s*--"),
