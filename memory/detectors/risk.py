@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from memory.detectors.normalisation import View, prepare, word_set
-
-EXCERPT_MAX: Final = 120
+from memory.detectors.spans import excerpt, source_span
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +29,19 @@ class Risk:
     label: str
     detail: str
     excerpt: str
+    # Where it matched: character offsets in the text as stored (``spans.source_span``).
+    start: int = 0
+    end: int = 0
 
-    def as_dict(self, where: str) -> dict[str, str]:
-        return {"label": self.label, "detail": self.detail, "where": where, "excerpt": self.excerpt}
+    def as_dict(self, where: str) -> dict[str, str | int]:
+        return {
+            "label": self.label,
+            "detail": self.detail,
+            "where": where,
+            "excerpt": self.excerpt,
+            "start": self.start,
+            "end": self.end,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,16 +508,14 @@ def find_risks(text: str, view: View | None = None) -> list[Risk]:
         match = rule.search(view)
         if match is not None:
             labels.add(rule.label)
-            found.append(Risk(rule.label, rule.detail, _excerpt(view.text, match.start(), match.end())))
+            # Leading separators the rule needs as an anchor ("\n", ". ") are not part of the span.
+            skipped = len(match.group()) - len(match.group().lstrip(_ANCHORS))
+            start, end = source_span(text, view, match.start() + skipped, max(match.end(), match.start() + 1))
+            found.append(Risk(rule.label, rule.detail, excerpt(text, start, end), start, end))
     return found
 
 
-def _excerpt(text: str, start: int, end: int) -> str:
-    """The matched span with a little context, at most EXCERPT_MAX characters, on one line."""
-    begin = max(0, start - 20)
-    stop = min(len(text), max(end, start + 1) + 20, begin + EXCERPT_MAX)
-    snippet = " ".join(text[begin:stop].split())
-    return ("…" if begin else "") + snippet + ("…" if stop < len(text) else "")
+_ANCHORS: Final = " \t\n.!?:;#*>-[("
 
 
 _TOKEN_RE: Final = re.compile(r"(?<![\w/+.=-])[A-Za-z0-9_+/=-]{24,1024}(?![\w/+=-])")
@@ -536,6 +543,8 @@ def find_token_risks(text: str) -> list[Risk]:
                 "credential_like",
                 "Contains a long random-looking string that may be a credential.",
                 f"{value[:4]}… ({len(value)} characters)",
+                match.start(),
+                match.end(),
             )
     encoded = next(
         (
@@ -550,5 +559,7 @@ def find_token_risks(text: str) -> list[Risk]:
             "encoded_blob",
             "Contains an encoded blob (base64, hex or percent escapes) a reader cannot check by eye.",
             f"{encoded.group()[:12]}… ({len(encoded.group())} characters)",
+            encoded.start(),
+            encoded.end(),
         )
     return list(found.values())
