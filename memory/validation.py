@@ -9,6 +9,7 @@ a whole batch cheaply.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -46,12 +47,14 @@ _LEADING_WORD_RE = re.compile(r"[a-z]+")
 _SCHEME_RE = re.compile(r"^[a-z][a-z0-9+.-]{0,30}:/{0,2}")
 
 
+@functools.lru_cache(maxsize=1024)
 def names_protected_kind(value: str) -> bool:
     """Whether a target, ref or kind names a goal, policy, permission or identity, however spelled.
 
     The value is normalised as the injection detector reads text (NFKC, invisible characters
     removed, casefolded, look-alike letters and letter-spacing undone) and a leading `scheme:`
-    (e.g. `unforgetter:`) is ignored; then its first word decides.
+    (e.g. `unforgetter:`) is ignored; then its first word decides. Remembered: the consolidator
+    asks it of every proposal's kind, and there are few kinds.
     """
     # normalise() also joins letter-spaced words ("p o l i c y") and undoes leetspeak ("p0licy").
     folded = normalise(value).strip()
@@ -236,6 +239,13 @@ def _redacted_secret(text: str) -> Signal | None:
     return Signal(KIND_SECRET, label, "Contained a secret, redacted before it was stored; rotate it.")
 
 
+@functools.lru_cache(maxsize=4096)
+def _evidence_attack(value: str) -> Signal | None:
+    """`find_attack`, remembered: agents cite the same few refs ("notes/team-sync.md", a ticket)
+    in proposal after proposal, and a batch should not scan each of them a thousand times."""
+    return find_attack(value) or _redacted_secret(value)
+
+
 def proposal_findings(*, text: str, evidence: Iterable[Mapping[str, Any]]) -> Findings:
     """Concrete attacks in the change text, then in each evidence ref and text; risk signals in the
     change text (what other agents will read).
@@ -252,7 +262,7 @@ def proposal_findings(*, text: str, evidence: Iterable[Mapping[str, Any]]) -> Fi
         for field in ("ref", "text"):
             value = item.get(field)
             if value:
-                found = find_attack(str(value)) or _redacted_secret(str(value))
+                found = _evidence_attack(str(value))
                 if found is not None:
                     return _located(f"evidence[{index}].{field}", found, str(value), risks)
     return Findings(None, risks)

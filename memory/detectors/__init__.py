@@ -50,7 +50,7 @@ def scan(text: str) -> Signal | None:
 
 
 def _injection(text: str, view: View) -> Signal | None:
-    return find_injection(text) or find_obfuscated(text, view, find_injection)
+    return find_injection(text, view) or find_obfuscated(text, view, find_injection)
 
 
 def find_attack(text: str) -> Signal | None:

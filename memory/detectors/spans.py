@@ -16,6 +16,8 @@ from typing import Final
 from memory.detectors.normalisation import View, prepare
 
 EXCERPT_MAX: Final = 120
+# Lines of a flagged text tried one by one before the whole text is searched instead.
+_MAX_LINES: Final = 64
 
 
 def excerpt(text: str, start: int, end: int) -> str:
@@ -55,7 +57,9 @@ def attack_span(text: str, is_attack: Callable[[str], bool]) -> tuple[int, int]:
     there is one, then trimmed from the front and from the back while it is still flagged."""
     begin, stop = 0, len(text)
     cursor = 0
-    for line in text.splitlines(keepends=True):
+    for tried, line in enumerate(text.splitlines(keepends=True)):
+        if tried >= _MAX_LINES:  # bounded: past this, the binary search over the whole text
+            break
         if line.strip() and is_attack(line):
             begin, stop = cursor, cursor + len(line.rstrip())
             break
