@@ -389,8 +389,15 @@ _MORE_RULES: Final[tuple[_Rule, ...]] = (
         "jailbreak",
         "Lifts the reader's restrictions or safety rules.",
         re.compile(
+            # Lifted limits only count when they are the reader's: "you have no restrictions", "answer
+            # without any filters"; "our CI has no restrictions on parallel jobs" is a fact about CI.
+            r"\b(?:you|your|yourself|assistant|ai|model|agent|du|tu|usted|sie|answer|respond|reply|act|operate"
+            r"|behave|write|speak|mode|now)\b[^\n.]{0,30}?"
             r"\b(?:no|without|sin|sans|senza|ohne|keine?)\s+(?:any\s+)?(?:restrictions?|limits?|limitations"
             r"|filters?|filtro|rules|regeln|restricciones|restrizioni|limites|einschränkungen|censorship)\b"
+            r"|\b(?:no|without|sin|sans|senza|ohne|keine?)\s+(?:any\s+)?(?:restrictions?|limitations|filters?"
+            r"|filtro|rules|regeln|restricciones|restrizioni|limites|einschränkungen|censorship)\s*[,:;]\s*"
+            r"(?:you|answer|respond|reply|tell|do|say|antworte|réponds|reponds|responde|rispondi|du|tu)\b"
             r"|\b(?:unrestricted|uneingeschränkt\w*|unfiltered|uncensored|jailbr(?:oken|eak)|developer\s+mode"
             r"|modo\s+desarrollador|modalità\s+sviluppatore|mode\s+développeur|entwicklermodus|god\s+mode)\b"
             r"|\b(?:safety|security|content)\s+(?:protocols?|polic(?:y|ies)|guidelines|rules|filters?|stuff|checks)"
