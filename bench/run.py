@@ -540,6 +540,19 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+# The write bench proposes into a project of its own: what it publishes must not change the size
+# of the measured project (and with it what `--keep` reuses).
+WRITES_PROJECT = "writes"
+
+
+def _writes_project(url: str) -> None:
+    try:
+        manage(url, "create_project", WORKSPACE, WRITES_PROJECT, "--data-class", "internal")
+    except SystemExit as exc:
+        if "already exists" not in str(exc):
+            raise
+
+
 def write_rows(base_url: str, token: str, project: str, database_url: str) -> list[tuple[str, str, str]]:
     path = Path(__file__).with_name("write.py")
     if not path.exists():
@@ -576,6 +589,14 @@ def main() -> None:
         "--workers", type=int, default=os.cpu_count() or 1, help="uvicorn workers (default: one per CPU)"
     )
     parser.add_argument("--no-reference", action="store_true", help="skip the reference memory server")
+    parser.add_argument(
+        "--vectors",
+        type=int,
+        default=500,
+        help="items to embed before measuring, so both sides of the hybrid ranking run, the query "
+        "embedding included (default 500; the local model embeds ~15 items/s per core, so all of "
+        "them would take hours: the vector top-k at the full size is timed by bench/vectors.py)",
+    )
     parser.add_argument("--projects", type=int, help="projects to seed (default: 10, --quick 3)")
     parser.add_argument("--items", type=int, help="items per project (default: 100,000, --quick 10,000)")
     parser.add_argument(
@@ -603,7 +624,11 @@ def main() -> None:
         else:
             database_recreate(options.admin_url, db_name)
         seeded = seed(url, sizes, options.data_dir)
+    if options.vectors:
+        log(f"Embedding up to {options.vectors:,} items with the local model (the hybrid side) ...")
+        log("  " + manage(url, "embed_backfill", "--limit", str(options.vectors)).strip().splitlines()[-1])
 
+    _writes_project(url)
     token = manage(
         url, "issue_token", WORKSPACE, "--actor", "bench@runner", "--zone", "claude", "--role", "contributor"
     ).strip()
@@ -666,7 +691,7 @@ def main() -> None:
 
         log(f"Measuring 8 concurrent clients on {workers} worker(s) ...")
         rows += _throughput_rows(server.url, token, project, tasks, queries, sizes, f"{workers} workers")
-        for metric, measured, budget in write_rows(server.url, token, project, url):
+        for metric, measured, budget in write_rows(server.url, token, WRITES_PROJECT, url):
             rows.append((metric, measured, budget, meets(measured, budget)))
         rss, peak = server.rss_mb()
         rows.append(_ceiling_row(f"RSS of one web worker after the run ({m} in workspace)", rss, 250, "MB"))
@@ -682,12 +707,45 @@ def main() -> None:
         finally:
             single.stop()
 
+    rows += _semantic_rows(url, sizes.project_items)
     if not options.no_reference and reference.available() and ours:
         rows += _reference_rows(sizes, options.data_dir, tasks, queries, ours)
     print_table(rows, sizes, db_name, url, workers)
 
 
 IMPORT_BUDGET = 20_000
+
+
+def _semantic_rows(database_url: str, items: int) -> list[tuple[str, str, str, bool | None]]:
+    """What the semantic side costs a call at the full size, timed in process (bench/vectors.py)."""
+    log(f"Timing the vector top-k over {items:,} rows and a task's query embedding ...")
+    done = subprocess.run(
+        [PYTHON, str(ROOT / "bench" / "vectors.py"), str(items)],
+        cwd=ROOT,
+        env=child_env(database_url),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        return [("semantic side (bench/vectors.py)", "failed: " + done.stderr.strip()[-200:], "-", False)]
+    timings = json.loads(done.stdout.strip().splitlines()[-1])
+    rows: list[tuple[str, str, str, bool | None]] = []
+    for key, name in (
+        ("topk_ms", f"vector top-k over {items:,} rows"),
+        ("embed_ms", "query embedding of a task"),
+    ):
+        samples = Latency([ms / 1000 for ms in timings[key]])
+        if samples.samples:
+            rows.append(
+                (
+                    f"{name} p50 / p95 (in process)",
+                    f"{samples.pct(50):.1f} / {samples.pct(95):.1f} ms",
+                    "-",
+                    None,
+                )
+            )
+    return rows
 
 
 def _ceiling_row(metric: str, value: float, budget: float, unit: str = "ms") -> tuple[str, str, str, bool]:

@@ -123,8 +123,9 @@ class SearchMemoryArgs(StrictModel):
             min_length=1,
             max_length=500,
             description=(
-                'Words to search for (all must match; "quoted phrases" and -excluded words work), '
-                "or an item ref from a get_context pointer to fetch that item."
+                "A question or words to search for: items holding more of its telling words, or close "
+                "in meaning, rank first (-word leaves out items with that word); or an item ref from "
+                "a get_context pointer to fetch that item."
             ),
         ),
     ]

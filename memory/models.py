@@ -111,6 +111,8 @@ class Fact(models.Model):
             models.Index(fields=["workspace", "state"], name="fact_ws_state"),
             # import: the versions of an item that came from elsewhere with its own id.
             models.Index(fields=["project", "origin"], name="fact_project_origin"),
+            # the in-process word index (memory.lexical_index): rows committed since it last looked.
+            models.Index(fields=["project", "id"], name="fact_project_id"),
         ]
         constraints = [
             models.CheckConstraint(

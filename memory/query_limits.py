@@ -59,6 +59,11 @@ def _timeout_ms() -> int:
     return int(settings.UNFORGETTER.get("SEARCH_STATEMENT_TIMEOUT_MS") or 0)
 
 
+def time_budget_seconds() -> float:
+    """The per-query time budget, for ranking work done in process (unbounded when 0)."""
+    return _timeout_ms() / 1000.0 or float("inf")
+
+
 # Sent with the statement in one simple-query message: PostgreSQL runs the two as one implicit
 # transaction, so the transaction-local timeout applies to the statement after it and is gone
 # afterwards (the pooled connection keeps none), at no extra round trip. Django's psycopg cursors

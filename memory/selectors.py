@@ -12,9 +12,10 @@ from django.db.models import QuerySet
 from memory import search
 from memory.contract import ProjectEntry, ProjectList, SearchPage, SearchResult
 from memory.cursors import cursor_make, cursor_offset
+from memory.excerpts import excerpt
 from memory.models import Fact, Publication, State
 from memory.refs import is_ref
-from memory.retrieval import hybrid_rank, project_vectors
+from memory.retrieval import hybrid_rank, prefetch_query_vector, project_vectors, with_ids
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 from workspaces.scope import AgentScope
@@ -77,6 +78,7 @@ def search_for_agent(
     else:
         if not search.terms(query):
             raise InvalidRequest("query must contain at least one word or number.")
+        prefetch_query_vector(project.pk, query)
         ranked = hybrid_rank(
             items=agent_facts(scope, project),
             project_id=project.pk,
@@ -89,16 +91,10 @@ def search_for_agent(
         more = len(ranked) > page_size and offset + page_size < MAX_SEARCH_OFFSET
         ids = [hit.fact_id for hit in ranked[:page_size]]
         why = {hit.fact_id: hit.why for hit in ranked[:page_size]}
-        rows = agent_facts(scope, project).filter(id__in=ids)
-        headline = search.headline(query)
-        if headline is not None:
-            rows = rows.annotate(headline=headline)
-        by_id = {f.pk: f for f in rows}
+        by_id = {f.pk: f for f in with_ids(agent_facts(scope, project), ids)}
         facts = [by_id[i] for i in ids if i in by_id]
-        if headline is not None:
-            excerpts = {f.pk: f.headline for f in facts}  # type: ignore[attr-defined]
-        else:
-            excerpts = search.highlight([f.pk for f in facts], query)
+        marked = " ".join(search.keywords(query))
+        excerpts = {f.pk: excerpt(f.text, marked) for f in facts}
     results = [
         SearchResult(
             ref=fact.ref,

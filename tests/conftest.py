@@ -16,6 +16,8 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.test import override_settings
 
+from memory.embeddings.index import indexes
+from memory.lexical_index import lexical_indexes
 from memory.services import workspace_open
 from tests.factories import UserFactory
 from tests.mcp_client import MCPClient
@@ -141,6 +143,13 @@ def mode(request: pytest.FixtureRequest) -> str:
 def _fresh_limits() -> None:
     """Each test starts with no throttle counts: database flushes reuse credential ids."""
     cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_read_indexes() -> None:
+    """Each test starts with no in-process word or vector index: flushed databases reuse ids."""
+    lexical_indexes.clear()
+    indexes.clear()
 
 
 def pytest_configure() -> None:

@@ -47,7 +47,6 @@ def memory_items(workspace: Workspace, filters: dict[str, Any]) -> QuerySet[Fact
             states=states,
             kinds=[filters["kind"]] if filters.get("kind") else None,
             query=query,
-            match="all",
             limit=MAX_RANKED,
         )
         queryset = queryset.filter(id__in=[hit.fact_id for hit in hits])

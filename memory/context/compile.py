@@ -20,13 +20,13 @@ from typing import Protocol
 import numpy as np
 from django.conf import settings
 
-from memory import search
 from memory.context.duplicates import NearDuplicates
 from memory.context.standing import StandingCache, standing_key
 from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, Sections
+from memory.lexical_index import Hit
 from memory.models import Fact, Kind, State
 from memory.query_limits import QueryTooCostly
-from memory.retrieval import Ranked, hybrid_rank, project_vectors
+from memory.retrieval import Ranked, hybrid_rank, project_vectors, with_ids
 from memory.selectors import agent_facts
 from workspaces.models import Project
 from workspaces.scope import AgentScope
@@ -179,7 +179,7 @@ class Ranking(Protocol):
     ) -> _Ranked: ...
 
 
-def _strong(hits: list[search.Hit]) -> list[search.Hit]:
+def _strong(hits: list[Hit]) -> list[Hit]:
     """The lexical hits that match the task, per section (facts, methods).
 
     A hit that shares only the task's commonest words with it scores a sliver of the best one
@@ -234,7 +234,8 @@ def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recen
     method_ids = [hit.fact_id for hit in method_hits]
     missing = [i for i in dict.fromkeys([*relevance, *method_ids]) if i not in rows]
     if missing:
-        rows.update((f.pk, f) for f in agent_facts(scope, project).filter(id__in=missing).only(*_ITEM_FIELDS))
+        chosen = with_ids(agent_facts(scope, project), missing).only(*_ITEM_FIELDS)
+        rows.update((f.pk, f) for f in chosen)
 
     def score(fact: Fact) -> float:
         rel = relevance.get(fact.pk, 0.0) / top
@@ -259,6 +260,8 @@ def _fill(
 ) -> None:
     max_pointers = settings.UNFORGETTER["CONTEXT_MAX_POINTERS"]
     for fact, why in candidates:
+        if budget.items <= 0 and len(pointers) >= max_pointers:
+            break  # nothing further can be served or pointed to
         if duplicates.repeats(fact.pk, fact.text):
             continue
         if budget.take(fact.text):

@@ -9,23 +9,22 @@ better ranked) is kept.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
+from memory.lexical_index import split_words
 from memory.stopwords import STOP_WORDS
 
 DUPLICATE_COSINE = 0.95
-_WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 
 def words_key(text: str) -> str:
     """The item's telling words, in order: equal keys mean the same statement."""
-    return " ".join(w for w in _WORD_RE.findall(text.casefold()) if w not in STOP_WORDS)
+    return " ".join(w for w in split_words(text) if w not in STOP_WORDS)
 
 
 def _numbers(text: str) -> frozenset[str]:
-    return frozenset(w for w in _WORD_RE.findall(text.casefold()) if any(c.isdigit() for c in w))
+    """The words holding a digit (or anything else but letters)."""
+    return frozenset(w for w in split_words(text) if not w.isalpha())
 
 
 class NearDuplicates:

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from memory.context.compile import compile_bundle
 from memory.contract import Bundle, CompiledBundle, ErrorBody, Freshness, Identity
+from memory.retrieval import prefetch_query_vector
 from memory.selectors import latest_publication
 from memory.services import context_request_record
 from workspaces.models import Project, default_publish_cadence
@@ -30,6 +31,7 @@ def _context_id(scope: AgentScope, project: Project, task: str, version: int) ->
 
 def context_for_agent(*, scope: AgentScope, project: Project, task: str) -> Bundle:
     """Serve the bundle for a task: from the cache when this publication already compiled it."""
+    prefetch_query_vector(project.pk, task)
     now = timezone.now()
     publication = latest_publication(scope.workspace_id)
     # Keyed by the last publication that changed memory: heartbeats keep the cache (and the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
 import numpy as np
@@ -19,6 +20,8 @@ from django.conf import settings
 from memory.embeddings import minilm, remote
 
 QUERY_CACHE_SIZE = 2048
+# Texts embedded ahead of their call at once per process (one core's worth on a small machine).
+PREFETCH_THREADS = 2
 
 
 class Embedder(Protocol):
@@ -54,12 +57,20 @@ def _build(kind: str, url: str, model: str) -> Embedder | None:
 
 
 class _QueryVectors:
-    """The vector of each recent query or task text, per embedder: a repeated question costs nothing."""
+    """The vector of each recent query or task text, per embedder: a repeated question costs nothing.
+
+    `prefetch` starts embedding a text on a thread of its own, so that a call's other work (the
+    credential's publication, the standing part, the word ranking) runs meanwhile; `get` then
+    waits for that result instead of embedding the text again. numpy releases the GIL in the
+    model's matrix products, so the two overlap.
+    """
 
     def __init__(self, size: int) -> None:
         self._size = size
         self._lock = threading.Lock()
         self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._pending: dict[tuple[str, str], Future[np.ndarray]] = {}
+        self._executor: ThreadPoolExecutor | None = None
 
     def get(self, model: Embedder, text: str) -> np.ndarray:
         key = (model.name, text)
@@ -68,11 +79,34 @@ class _QueryVectors:
             if cached is not None:
                 self._vectors.move_to_end(key)
                 return cached
-        vector: np.ndarray = model.embed([text])[0]
+            pending = self._pending.get(key)
+        if pending is not None:
+            return pending.result()
+        return self._embedded(model, text)
+
+    def prefetch(self, model: Embedder, text: str) -> None:
+        """Start embedding `text` in the background unless it is cached or under way."""
+        key = (model.name, text)
+        with self._lock:
+            if key in self._vectors or key in self._pending:
+                return
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=PREFETCH_THREADS, thread_name_prefix="embed")
+            self._pending[key] = self._executor.submit(self._embedded, model, text)
+
+    def _embedded(self, model: Embedder, text: str) -> np.ndarray:
+        key = (model.name, text)
+        try:
+            vector: np.ndarray = model.embed([text])[0]
+        except BaseException:
+            with self._lock:
+                self._pending.pop(key, None)
+            raise
         with self._lock:
             self._vectors[key] = vector
             while len(self._vectors) > self._size:
                 self._vectors.popitem(last=False)
+            self._pending.pop(key, None)
         return vector
 
     def clear(self) -> None:

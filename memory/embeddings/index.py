@@ -1,10 +1,13 @@
-"""An exact in-process vector index per project: every vector of one model, cosine by matrix product.
+"""An in-process vector index per project: every vector of one model, quantised, searched in two steps.
 
-Each process keeps one index per (project, model), as float16 rows (768 bytes per item: 77 MB at
-100,000 items) scored in float32 blocks. It is cached per vector version, the project's newest
-embedding id: a statement reading that one id (an index probe) tells whether vectors were added,
-and only the new ones are then loaded. Fewer or older vectors (a prune or a re-embedding under
-another model) reload the index whole.
+Each process keeps one index per (project, model). A vector is kept as int8 codes with one scale
+per row (384 bytes at 384 dimensions: 38 MB at 100,000 items, half of float16) and as its sign
+bits (48 bytes). A query first ranks every row by the Hamming distance of the sign bits (a
+popcount over 5 MB at 100,000 items, about 2 ms), then scores a shortlist RESCORE times as long as
+asked for exactly, from the int8 codes; small projects (up to EXACT_ROWS) are scored exactly
+whole. The index is cached per vector version, the project's newest embedding id: a statement
+reading that one id (an index probe) tells whether vectors were added, and only the new ones are
+then loaded. Fewer or older vectors (a prune or a re-embedding under another model) reload it.
 
 The index only proposes candidates, with the kind and data class its vectors were written with;
 callers check every candidate against the item's current row and the credential's scope before
@@ -14,24 +17,69 @@ anything is ranked or shown (see memory.retrieval).
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
 from django.db.models import Max
 
-from memory.models import Embedding
+from memory.heap import release_freed_memory
+from memory.models import Embedding, Kind
+from workspaces.models import DataClass
 
-BLOCK_ROWS = 16_384
+# Below this many rows every vector is scored exactly; above it, the sign bits pick a shortlist.
+EXACT_ROWS = 20_000
+RESCORE = 10
+# Vectors are read and quantised this many at a time (float32 scratch: 12 MB at 384 dimensions).
+LOAD_ROWS = 8_192
+# Processes keep the vectors of the projects used last, up to this many in all (about 86 MB).
+MAX_CACHED_VECTORS = 200_000
+MIN_SHORTLIST = 256
+_KINDS = {value: code for code, value in enumerate(Kind.values)}
+_CLASSES = {value: code for code, value in enumerate(DataClass.values)}
+
+
+def _allowed(table: dict[str, int], values: Collection[str] | None) -> np.ndarray:
+    allowed = np.zeros(len(table) + 1, dtype=bool)  # the last code: a value no longer known
+    if values is None:
+        allowed[:] = True
+    else:
+        allowed[[table[v] for v in values if v in table]] = True
+    return allowed
+
+
+def _code(table: dict[str, int], value: str) -> int:
+    return table.get(value, len(table))
+
+
+def quantised(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int8 codes and per-row scales of float vectors: `codes * scale[:, None]` approximates them."""
+    vectors = vectors.astype(np.float32, copy=False)
+    scales = np.abs(vectors).max(axis=1) / 127.0
+    scales[scales == 0] = 1.0
+    codes = np.rint(vectors / scales[:, None]).astype(np.int8)
+    return codes, scales.astype(np.float32)
+
+
+def sign_bits(vectors: np.ndarray) -> np.ndarray:
+    """Each row's signs packed into uint64 words (padded with zero bits)."""
+    packed = np.packbits(vectors > 0, axis=1)
+    pad = (-packed.shape[1]) % 8
+    if pad:
+        packed = np.pad(packed, ((0, 0), (0, pad)))
+    return np.ascontiguousarray(packed).view(np.uint64)
 
 
 @dataclass
 class VectorIndex:
     newest_id: int
     ids: np.ndarray  # int64 fact ids, one per row
-    vectors: np.ndarray  # float16 (rows, dimensions)
-    kinds: np.ndarray  # object array of kind names
-    classes: np.ndarray  # object array of data classes
+    codes: np.ndarray  # int8 (rows, dimensions)
+    scales: np.ndarray  # float32, one per row
+    signs: np.ndarray  # uint64 (rows, words): the sign bits
+    kinds: np.ndarray  # uint8 kind codes
+    classes: np.ndarray  # uint8 data class codes
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -43,72 +91,96 @@ class VectorIndex:
         if not len(self.ids) or limit <= 0:
             return []
         q = query.astype(np.float32)
-        scores = np.empty(len(self.ids), dtype=np.float32)
-        for start in range(0, len(self.ids), BLOCK_ROWS):
-            block = self.vectors[start : start + BLOCK_ROWS].astype(np.float32)
-            scores[start : start + BLOCK_ROWS] = block @ q
-        allowed = np.isin(self.classes, list(classes))
-        if kinds is not None:
-            allowed &= np.isin(self.kinds, list(kinds))
-        scores[~allowed] = -np.inf
-        count = min(limit, int(allowed.sum()))
-        if count == 0:
+        allowed = _allowed(_CLASSES, classes)[self.classes] & _allowed(_KINDS, kinds)[self.kinds]
+        candidates = np.flatnonzero(allowed)
+        if not len(candidates):
             return []
+        shortlist = max(limit * RESCORE, MIN_SHORTLIST)
+        if len(candidates) > max(EXACT_ROWS, shortlist):
+            # Every row's distance (cheaper than gathering the allowed ones first); rows not
+            # allowed are pushed past any real distance.
+            distance = np.bitwise_count(self.signs ^ sign_bits(q[None, :])[0]).sum(axis=1, dtype=np.uint16)
+            distance[~allowed] = np.iinfo(np.uint16).max
+            candidates = np.argpartition(distance, shortlist - 1)[:shortlist]
+            candidates = candidates[allowed[candidates]]
+        scores = (self.codes[candidates].astype(np.float32) @ q) * self.scales[candidates]
+        count = min(limit, len(candidates))
         top = np.argpartition(-scores, count - 1)[:count]
         # Best first; equal scores go to the newest item, as the lexical ranking breaks ties.
-        top = top[np.lexsort((-self.ids[top], -scores[top]))]
-        return [(int(self.ids[i]), float(scores[i])) for i in top]
+        top = top[np.lexsort((-self.ids[candidates[top]], -scores[top]))]
+        return [(int(self.ids[candidates[i]]), float(scores[i])) for i in top]
 
     def vectors_of(self, fact_ids: Collection[int]) -> dict[int, np.ndarray]:
-        """The stored vectors of these facts (those that have one)."""
-        wanted = np.isin(self.ids, list(fact_ids))
-        pairs = zip(self.ids[wanted], self.vectors[wanted], strict=True)
-        return {int(i): v.astype(np.float32) for i, v in pairs}
+        """The stored vectors of these facts (those that have one), as float32."""
+        wanted = np.flatnonzero(np.isin(self.ids, np.fromiter(fact_ids, dtype=np.int64)))
+        vectors = self.codes[wanted].astype(np.float32) * self.scales[wanted, None]
+        return {int(self.ids[i]): v for i, v in zip(wanted, vectors, strict=True)}
 
 
-def _rows(project_id: int, model: str, after: int) -> VectorIndex:
-    rows = list(
-        Embedding.objects.filter(project_id=project_id, model=model, id__gt=after)
-        .order_by("id")
-        .values_list("id", "fact_id", "kind", "data_class", "vector")
+def _empty(after: int) -> VectorIndex:
+    return VectorIndex(
+        after,
+        np.zeros(0, np.int64),
+        np.zeros((0, 0), np.int8),
+        np.zeros(0, np.float32),
+        np.zeros((0, 0), np.uint64),
+        np.zeros(0, np.uint8),
+        np.zeros(0, np.uint8),
     )
-    if not rows:
-        empty = _objects([])
-        return VectorIndex(after, np.zeros(0, np.int64), np.zeros((0, 0), np.float16), empty, empty)
+
+
+def _block(rows: list[tuple[int, int, str, str, bytes | memoryview]]) -> VectorIndex:
     vectors = np.frombuffer(b"".join(bytes(r[4]) for r in rows), dtype="<f2").reshape(len(rows), -1)
+    vectors = vectors.astype(np.float32)
+    codes, scales = quantised(vectors)
     return VectorIndex(
         newest_id=rows[-1][0],
         ids=np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows)),
-        vectors=vectors,
-        kinds=_objects([r[2] for r in rows]),
-        classes=_objects([r[3] for r in rows]),
+        codes=codes,
+        scales=scales,
+        signs=sign_bits(vectors),
+        kinds=np.fromiter((_code(_KINDS, r[2]) for r in rows), dtype=np.uint8, count=len(rows)),
+        classes=np.fromiter((_code(_CLASSES, r[3]) for r in rows), dtype=np.uint8, count=len(rows)),
     )
 
 
-def _objects(values: list[str]) -> np.ndarray:
-    array = np.empty(len(values), dtype=object)
-    array[:] = values
-    return array
+def _rows(project_id: int, model: str, after: int) -> VectorIndex:
+    """The project's vectors past embedding id `after`, read and quantised LOAD_ROWS at a time."""
+    blocks = [_empty(after)]
+    while True:
+        rows = list(
+            Embedding.objects.filter(project_id=project_id, model=model, id__gt=blocks[-1].newest_id)
+            .order_by("id")
+            .values_list("id", "fact_id", "kind", "data_class", "vector")[:LOAD_ROWS]
+        )
+        if rows:
+            blocks.append(_block(rows))
+        if len(rows) < LOAD_ROWS:
+            return _joined(*blocks)
 
 
-def _joined(old: VectorIndex, new: VectorIndex) -> VectorIndex:
-    if not len(new):
-        return old
-    if not len(old):
-        return new
+def _joined(*parts: VectorIndex) -> VectorIndex:
+    """One index of these, in order (the newest id is the last part's)."""
+    full = [part for part in parts if len(part)]
+    if len(full) <= 1:
+        return full[0] if full else parts[-1]
     return VectorIndex(
-        newest_id=new.newest_id,
-        ids=np.concatenate([old.ids, new.ids]),
-        vectors=np.concatenate([old.vectors, new.vectors]),
-        kinds=np.concatenate([old.kinds, new.kinds]),
-        classes=np.concatenate([old.classes, new.classes]),
+        newest_id=parts[-1].newest_id,
+        ids=np.concatenate([part.ids for part in full]),
+        codes=np.concatenate([part.codes for part in full]),
+        scales=np.concatenate([part.scales for part in full]),
+        signs=np.concatenate([part.signs for part in full]),
+        kinds=np.concatenate([part.kinds for part in full]),
+        classes=np.concatenate([part.classes for part in full]),
     )
 
 
 class _Indexes:
+    """Each (project, model)'s index in this process; the least recently used go past MAX_CACHED_VECTORS."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._indexes: dict[tuple[int, str], VectorIndex] = {}
+        self._indexes: OrderedDict[tuple[int, str], VectorIndex] = OrderedDict()
 
     def get(self, project_id: int, model: str) -> VectorIndex | None:
         """The project's index for this model, brought up to date; None while it has no vectors."""
@@ -121,13 +193,25 @@ class _Indexes:
                 self._indexes.pop(key, None)
                 return None
             if cached is not None and cached.newest_id == newest:
+                self._indexes.move_to_end(key)
                 return cached
             if cached is not None and cached.newest_id < newest:
                 index = _joined(cached, _rows(project_id, model, cached.newest_id))
             else:
                 index = _rows(project_id, model, 0)
+                release_freed_memory()
             self._indexes[key] = index
+            self._indexes.move_to_end(key)
+            total = sum(len(i) for i in self._indexes.values())
+            while total > MAX_CACHED_VECTORS and len(self._indexes) > 1:
+                _, dropped = self._indexes.popitem(last=False)
+                total -= len(dropped)
             return index
+
+    def holds(self, project_id: int, model: str) -> bool:
+        """Whether this process already keeps vectors of the project (no statement)."""
+        with self._lock:
+            return (project_id, model) in self._indexes
 
     def clear(self) -> None:
         with self._lock:

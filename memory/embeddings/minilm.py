@@ -17,11 +17,14 @@ import json
 import struct
 import threading
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 from tokenizers import Tokenizer
+
+from memory.heap import release_freed_memory
 
 NAME = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
@@ -44,19 +47,37 @@ def model_zip() -> Path | None:
     return path if path.is_file() else None
 
 
-def _safetensors(blob: bytes) -> dict[str, np.ndarray]:
-    (header_size,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8 : 8 + header_size])
-    base = 8 + header_size
+def _safetensors(
+    stream: IO[bytes], convert: Callable[[str, np.ndarray], np.ndarray]
+) -> dict[str, np.ndarray]:
+    """The tensors of a safetensors stream, each read on its own and passed through `convert`.
+
+    One tensor's bytes are in memory at a time (the largest, the vocabulary's table, is 47 MB),
+    not the whole 90 MB file beside the converted weights.
+    """
+    (header_size,) = struct.unpack("<Q", stream.read(8))
+    header = json.loads(stream.read(header_size))
+    header.pop("__metadata__", None)
     tensors = {}
-    for name, meta in header.items():
-        if name == "__metadata__":
-            continue
+    position = 0
+    for name, meta in sorted(header.items(), key=lambda item: item[1]["data_offsets"][0]):
         start, stop = meta["data_offsets"]
-        array = np.frombuffer(blob, dtype=_DTYPES[meta["dtype"]], count=-1, offset=base + start)
-        count = (stop - start) // array.itemsize
-        tensors[name] = array[:count].reshape(meta["shape"])
+        stream.read(start - position)  # a gap between tensors, if any
+        array = np.frombuffer(stream.read(stop - start), dtype=_DTYPES[meta["dtype"]])
+        tensors[name] = convert(name, array.reshape(meta["shape"]))
+        position = stop
     return tensors
+
+
+def _kept(name: str, tensor: np.ndarray) -> np.ndarray:
+    """A weight as the encoder keeps it, in memory of its own (never a view of the file's bytes)."""
+    if name == _WORDS:
+        # The vocabulary's table is half the model and only ever indexed: kept as float16
+        # (23 MB less per process), each looked-up row widened again.
+        return tensor.astype(np.float16)
+    # Linear layers as (in, out), so a batch multiplies without a transpose per call.
+    transposed = name.endswith("dense.weight") or ".self." in name
+    return np.array(tensor.T if transposed else tensor, order="C", copy=True)
 
 
 def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
@@ -95,19 +116,13 @@ class MiniLM:
             if self._weights is None:
                 with zipfile.ZipFile(self._path) as archive:
                     tokenizer = Tokenizer.from_str(archive.read("tokenizer.json").decode("utf-8"))
-                    raw = _safetensors(archive.read("model.safetensors"))
+                    with archive.open("model.safetensors") as stream:
+                        tensors = _safetensors(stream, _kept)
                 tokenizer.enable_truncation(MAX_TOKENS)
                 tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token name
-                # Linear layers as (in, out) so a batch multiplies without a transpose per call.
-                weights = {
-                    k: (np.ascontiguousarray(v.T) if k.endswith("dense.weight") or ".self." in k else v)
-                    for k, v in raw.items()
-                    if k.endswith(("weight", "bias"))
-                }
-                # The vocabulary's table is half the model and only ever indexed: kept as float16
-                # (23 MB less per process), each looked-up row widened again.
-                weights[_WORDS] = weights[_WORDS].astype(np.float16)
+                weights = {k: v for k, v in tensors.items() if k.endswith(("weight", "bias"))}
                 self._tokenizer, self._weights = tokenizer, weights
+                release_freed_memory()
             return self._weights, self._tokenizer
 
     def embed(self, texts: list[str]) -> np.ndarray:

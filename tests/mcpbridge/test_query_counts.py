@@ -7,7 +7,6 @@ resolves, so the counts are those of a real request after auth.
 from __future__ import annotations
 
 import pytest
-from django.db import connection
 
 from mcpbridge.schemas import GetContextArgs, ListProjectsArgs, SearchMemoryArgs
 from mcpbridge.server import _get_context, _list_projects, _search_memory
@@ -57,8 +56,9 @@ def test_get_context_queries_when_compiled(memory: Tenant, django_assert_num_que
     scope = _as_verified(token)
     args = GetContextArgs(project_id="platform", task="deploy the release train")
     # project, publication, the standing items (policies, open threads, newest facts: one
-    # statement), the project's newest vector id (none here), one ranking of facts and methods,
-    # the ranked rows, the ContextRequest insert.
+    # statement), the project's newest vector id (none here), the word index's look at rows
+    # committed since (here: its first read), one check of the ranked candidates against the
+    # scope, the chosen rows, the ContextRequest insert.
     with django_assert_num_queries(COMPILED):
         bundle = _get_context(scope, args)
     assert bundle["facts"]
@@ -90,7 +90,8 @@ def test_get_context_queries_with_a_project_list(memory: Tenant, django_assert_n
 def test_search_memory_queries(memory: Tenant, django_assert_num_queries) -> None:
     token, _ = memory.issue()
     scope = _as_verified(token)
-    # project, the newest vector id (none here), ranking, rows (and excerpts)
+    # project, the newest vector id (none here), the word index's look at new rows, the check of
+    # the ranked candidates, the page's rows (excerpts are marked in process)
     with django_assert_num_queries(SEARCH):
         page = _search_memory(scope, SearchMemoryArgs(project_id="platform", query="deploy"))
     assert len(page["results"]) == 10
@@ -100,7 +101,7 @@ def test_search_memory_queries(memory: Tenant, django_assert_num_queries) -> Non
 
 
 @pytest.mark.skipif(embedder() is None, reason="the local model's package is not installed")
-def test_hybrid_reads_add_one_check_of_the_vector_candidates(
+def test_hybrid_reads_check_both_sides_candidates_in_one_statement(
     memory: Tenant, django_assert_num_queries
 ) -> None:
     embeddings_refresh()
@@ -108,11 +109,12 @@ def test_hybrid_reads_add_one_check_of_the_vector_candidates(
     scope = _as_verified(token)
     search = SearchMemoryArgs(project_id="platform", query="how do we ship a service?")
     _search_memory(scope, search)  # loads the project's vector index (once per process)
-    # ... then the newest vector id, and the check of the neighbours against the scope.
-    with django_assert_num_queries(SEARCH + 1):
+    # ... then the same statements as a lexical search: the vector neighbours are checked against
+    # the scope in the statement that checks the word index's candidates.
+    with django_assert_num_queries(SEARCH):
         page = _search_memory(scope, search)
     assert any(r["why"] != "matches words of the query" for r in page["results"])
-    with django_assert_num_queries(COMPILED + 1):
+    with django_assert_num_queries(COMPILED):
         _get_context(scope, GetContextArgs(project_id="platform", task="ship a service to production"))
 
 
@@ -138,7 +140,6 @@ def test_search_memory_refuses_a_bad_cursor_before_searching(
         _search_memory(verified, SearchMemoryArgs(project_id="platform", query="deploy", cursor=other))
 
 
-COMPILED = 7
+COMPILED = 8
 CACHED = 2
-# PostgreSQL loads the rows with their excerpts; SQLite reads excerpts from its FTS5 table.
-SEARCH = 4 if connection.vendor == "postgresql" else 5
+SEARCH = 5

@@ -10,9 +10,8 @@ from django.conf import settings
 from django.test import override_settings
 from django.utils import timezone
 
-from memory import search
+from memory import lexical_index
 from memory.models import ContextRequest, Publication
-from memory.query_limits import QueryTooCostly
 from memory.services import publication_record
 from tests.conftest import LiveServer, Tenant
 from tests.readpath import RecordingMCPClient, _fresh_bundle_cache, add_item, all_items, sdk_factory  # noqa: F401
@@ -214,12 +213,9 @@ def test_a_task_past_the_ranking_budget_still_gets_its_standing_bundle(
     token, _ = tenant.issue()
     client = sdk(token, mode)
 
-    def too_costly(sql: str, params: list[object]) -> list[tuple[object, ...]]:
-        raise QueryTooCostly()
-
-    # The ranking statement stopped at the time budget, as on a loaded server with a task whose
-    # words match most of a large project.
-    monkeypatch.setattr(search, "bounded_rows", too_costly)
+    # The ranking stopped at the time budget, as on a loaded server with a task whose words
+    # match most of a large project: the budget is spent before the first word is scored.
+    monkeypatch.setattr(lexical_index, "time_budget_seconds", lambda: -1.0)
     bundle = client.ok("get_context", {"project_id": "platform", "task": "billing webhooks retries"})
     served = {item["ref"] for item in all_items(bundle)}
     assert {policy, newest} <= served

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from memory import search
 from memory.context import context_for_agent
 from memory.selectors import search_for_agent
 from tests.conftest import Tenant
@@ -52,27 +51,17 @@ def test_a_rare_word_outweighs_a_common_one(tenant: Tenant) -> None:
     assert page["results"][0]["ref"] == rare.ref
 
 
-def test_a_common_word_beyond_the_candidate_bound_still_ranks_items_with_every_word(
-    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Each word alone matches more items than are fetched for it; the items holding both are
-    # fetched as candidates of their own.
-    monkeypatch.setattr(search, "CANDIDATES_PER_TERM", 5)
-    monkeypatch.setattr(search, "DF_CAP", 5)
+def test_items_with_every_word_come_first_when_each_word_alone_is_common(tenant: Tenant) -> None:
+    # Each word alone matches many items; the one item holding both outranks them all.
     for i in range(12):
         add_item(tenant.projects["platform"], f"Routine platform note {i}.")
         add_item(tenant.projects["platform"], f"Billing runs nightly, batch {i}.")
     both = add_item(tenant.projects["platform"], "Platform billing moved to the ledger.")
     _, conn = tenant.issue()
     project = project_for_agent(agent_scope(conn), "platform")
-    hits = search.rank(
-        project_id=project.pk,
-        data_classes=["public", "internal"],
-        states=["active"],
-        query="platform billing",
-        limit=3,
-    )
-    assert hits[0].fact_id == both.pk
+    page = search_for_agent(scope=agent_scope(conn), project=project, query="platform billing")
+    assert page["results"][0]["ref"] == both.ref
+    assert len(page["results"]) == 10
 
 
 def test_a_task_of_only_stop_words_still_gets_recent_facts(tenant: Tenant) -> None:

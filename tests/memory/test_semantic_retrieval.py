@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from django.conf import settings
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from memory import embeddings
@@ -214,3 +214,39 @@ def test_embed_backfill_embeds_every_item_without_a_vector(tenant: Tenant) -> No
     assert out.getvalue().startswith("Embedded 2 items with all-MiniLM-L6-v2")
     call_command("embed_backfill", stdout=out)
     assert Embedding.objects.count() == 4
+
+
+def test_embed_backfill_with_a_limit_embeds_that_many_and_keeps_the_rest_for_later(tenant: Tenant) -> None:
+    _distractors(tenant)
+    out = io.StringIO()
+    call_command("embed_backfill", "--limit", "3", stdout=out)
+    assert (Embedding.objects.count(), embeddings_missing()) == (3, 1)
+    assert out.getvalue().startswith("Embedded 3 items with all-MiniLM-L6-v2")
+    call_command("embed_backfill", stdout=out)
+    assert (Embedding.objects.count(), embeddings_missing()) == (4, 0)
+    with pytest.raises(CommandError, match="positive"):
+        call_command("embed_backfill", "--limit", "0")
+
+
+@pytest.mark.skipif(embeddings.embedder() is None, reason="the local model's package is not installed")
+def test_a_query_vector_prefetched_for_a_call_is_embedded_once() -> None:
+    found = embeddings.embedder()
+    assert found is not None
+    model: embeddings.Embedder = found
+    calls: list[list[str]] = []
+
+    class Counting:
+        name = model.name
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            calls.append(texts)
+            return model.embed(texts)
+
+    counting = Counting()
+    query_vectors.clear()
+    query_vectors.prefetch(counting, "ship a service to production")
+    query_vectors.prefetch(counting, "ship a service to production")  # already under way
+    vector = query_vectors.get(counting, "ship a service to production")
+    assert calls == [["ship a service to production"]]
+    assert np.allclose(vector, model.embed(["ship a service to production"])[0], atol=1e-6)
+    assert query_vectors.get(counting, "ship a service to production") is vector

@@ -16,14 +16,25 @@ class Command(BaseCommand):
         "then delete other models' vectors. Safe to stop and run again, and beside the worker."
     )
 
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--limit",
+            type=int,
+            help="embed at most this many items now (the oldest first); run again for the rest",
+        )
+
     def handle(self, *args: Any, **options: Any) -> None:
         model = embedder()
         if model is None:
             raise CommandError("No embedder is configured (EMBEDDER=off, or its model is not installed).")
+        limit = options["limit"]
+        if limit is not None and limit < 1:
+            raise CommandError("--limit must be a positive number of items.")
         started = time.monotonic()
-        bar = ProgressBar("embedding", total=embeddings_missing())
+        missing = embeddings_missing()
+        bar = ProgressBar("embedding", total=min(missing, limit) if limit else missing)
         try:
-            report = embeddings_refresh(progress=bar.update)
+            report = embeddings_refresh(limit=limit, progress=bar.update)
         finally:
             bar.close()
         pruned = embeddings_prune() if report.complete else 0

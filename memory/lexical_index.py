@@ -1,0 +1,455 @@
+"""An in-process BM25 index per project: the lexical side of agent retrieval, on both databases.
+
+Agents ask questions, and any word of a question may match. Ranking such queries in SQL meant
+either scoring every match (SQLite's bm25() over FTS5: 150-230 ms for a ten-word task at 100,000
+items) or scoring a bounded candidate set whose members depend on which matches the scan meets
+first (PostgreSQL). Here each process keeps, per project, the postings of every item's stemmed
+words (about 10 bytes per distinct word of an item: 15 MB at 100,000 items) and scores a query
+over them with numpy: every item holding a word of the query is scored, in a few milliseconds,
+the same way on SQLite and PostgreSQL and without planner statistics.
+
+The index only proposes candidates. What it knows of an item (kind, data class, state) is what
+its row said when it was indexed; callers check every candidate against the current row with the
+credential's scoped queryset (memory.retrieval) before anything is ranked or shown, and tell the
+index which candidates are no longer current (`mark_dead`): an item's state only ever moves from
+live (active, open) to superseded, closed or retracted, and a data class never changes in place.
+Document frequencies are counted among the items the caller may see, so no hidden item sways a
+ranking.
+
+Freshness: every use counts the project's rows above a watermark (a range probe on the
+(project, id) index, a few hundred entries at most) and indexes any it has not seen, so a
+published change is found on the very next call in every process, even when transactions commit
+out of id order; see `_Indexes` for how the watermark moves.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+import threading
+import time
+import unicodedata
+from array import array
+from collections import OrderedDict
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import Stemmer
+from django.db import connection as db
+
+from memory.heap import release_freed_memory
+from memory.models import Kind, State
+from memory.query_limits import QueryTooCostly, time_budget_seconds
+from workspaces.models import DataClass
+
+# BM25's saturation and length normalisation (Robertson's defaults).
+BM25_K1 = 1.2
+BM25_B = 0.75
+MAX_WORD_LENGTH = 64
+# Rows grouped at a time when an index is built (see _built).
+BUILD_BLOCK_ROWS = 16_384
+# Rows above the settled watermark are counted on every use; once this many sit above it, the
+# next whole count that agrees with the index moves the watermark up. Whole counts run at most
+# once per FULL_CHECK_SECONDS per project and process.
+SETTLE_ROWS = 256
+FULL_CHECK_SECONDS = 5.0
+# Processes keep the indexes of the projects used last, up to this many indexed items in all
+# (about 100 MB at 40 words an item), so a worker stays within its memory budget however many
+# projects it serves; a project evicted is indexed again on its next use (about a second per
+# 100,000 items).
+MAX_CACHED_ROWS = 300_000
+
+_KINDS = {value: code for code, value in enumerate(Kind.values)}
+_CLASSES = {value: code for code, value in enumerate(DataClass.values)}
+_STATES = {value: code for code, value in enumerate(State.values)}
+
+
+# ASCII text is split by str.translate and str.split, three times faster than a regular expression;
+# other text by the expression. Both give the words of `\w+` except that `_` separates too, so
+# snake_case names are found by their parts.
+_ASCII_SEPARATORS = str.maketrans(dict.fromkeys(string.punctuation, " "))
+_WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
+_local = threading.local()
+_stems: dict[str, str] = {}
+_MAX_STEMS = 500_000
+
+
+def _stemmer() -> Any:
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        # Stemmer objects are not thread-safe: one per thread.
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer
+
+
+def split_words(text: str) -> list[str]:
+    """The words of a text, casefolded, diacritics dropped, not stemmed."""
+    text = text.casefold()
+    if text.isascii():
+        return text.translate(_ASCII_SEPARATORS).split()
+    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return _WORD_RE.findall(text)
+
+
+def _stemmed(found: list[str]) -> list[str]:
+    """English stems (Snowball), remembered per process for the words seen most."""
+    missing = [w for w in dict.fromkeys(found) if w not in _stems]
+    computed = dict(zip(missing, _stemmer().stemWords([w[:MAX_WORD_LENGTH] for w in missing]), strict=True))
+    if len(_stems) < _MAX_STEMS:
+        _stems.update(computed)
+    return [_stems.get(w) or computed[w] for w in found]
+
+
+def words(text: str) -> list[str]:
+    """The indexed words of a text, in order: what the index holds and queries are looked up by."""
+    return _stemmed(split_words(text))
+
+
+def _codes(table: dict[str, int], values: Collection[str] | None) -> np.ndarray:
+    """A lookup table: True at the code of each given value (all of them for None)."""
+    allowed = np.zeros(len(table), dtype=bool)
+    if values is None:
+        allowed[:] = True
+    else:
+        allowed[[table[v] for v in values if v in table]] = True
+    return allowed
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A ranked candidate: higher scores are better."""
+
+    fact_id: int
+    score: float
+    kind: str = ""
+
+
+_KIND_NAMES = np.array(Kind.values, dtype=object)
+
+
+@dataclass
+class LexicalIndex:
+    """One project's postings and what each indexed row said; replaced whole when rows are added."""
+
+    ids: np.ndarray  # int64 fact id per row
+    kinds: np.ndarray  # uint8 codes
+    classes: np.ndarray  # uint8 codes
+    states: np.ndarray  # uint8 codes, as indexed
+    postings: dict[str, tuple[np.ndarray, np.ndarray]]  # word -> (int32 rows, float32 BM25 weights)
+    dead: np.ndarray  # bool: found not current by a caller's check
+    average: float  # words per row, for the length normalisation of rows added later
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def rank(
+        self,
+        query_words: Sequence[str],
+        *,
+        classes: Collection[str],
+        states: Collection[str],
+        kinds: Collection[str] | None,
+        without: Sequence[str] = (),
+        limit: int,
+    ) -> list[Hit]:
+        """The `limit` best rows for these (stemmed) words by BM25, ties to the newest item.
+
+        Only rows of the given classes, kinds and (indexed) states count, for the scores and for
+        the document frequencies alike; rows holding a `without` word are left out. The work is
+        one pass over each word's postings; past the per-query time budget it stops with
+        QueryTooCostly, as a statement would (memory.query_limits).
+        """
+        if not len(self.ids) or limit <= 0:
+            return []
+        allowed = (
+            _codes(_CLASSES, classes)[self.classes]
+            & _codes(_STATES, states)[self.states]
+            & _codes(_KINDS, kinds)[self.kinds]
+            & ~self.dead
+        )
+        for word in without:
+            excluded = self.postings.get(word)
+            if excluded is not None:
+                allowed[excluded[0]] = False
+        visible = int(np.count_nonzero(allowed))
+        if not visible:
+            return []
+        scores = np.zeros(len(self.ids), dtype=np.float32)
+        deadline = time.perf_counter() + time_budget_seconds()
+        for word in dict.fromkeys(query_words):
+            if time.perf_counter() > deadline:
+                raise QueryTooCostly()
+            posting = self.postings.get(word)
+            if posting is None:
+                continue
+            rows, weights = posting
+            df = int(np.count_nonzero(allowed[rows]))
+            if df:
+                scores[rows] += math.log(1.0 + (visible - df + 0.5) / (df + 0.5)) * weights
+        # Rows outside the caller's view were scored too (one pass is cheaper than filtering
+        # each word's postings); their scores are dropped here, before anything is chosen.
+        np.multiply(scores, allowed, out=scores)
+        matched = np.flatnonzero(scores)
+        if len(matched) > limit:
+            # The limit-th best score; everything tied with it stays, for the tie-break by id.
+            cut = np.partition(scores[matched], len(matched) - limit)[len(matched) - limit]
+            matched = matched[scores[matched] >= cut]
+        order = np.lexsort((-self.ids[matched], -scores[matched]))[:limit]
+        best = matched[order]
+        return [
+            Hit(int(i), float(s), str(k))
+            for i, s, k in zip(self.ids[best], scores[best], _KIND_NAMES[self.kinds[best]], strict=True)
+        ]
+
+    def mark_dead(self, fact_ids: Iterable[int]) -> None:
+        """Rows a caller found no longer current: they stop being candidates (monotone)."""
+        wanted = np.fromiter(fact_ids, dtype=np.int64)
+        if len(wanted):
+            self.dead |= np.isin(self.ids, wanted)
+
+
+_Row = tuple[int, str, str, str, str]  # id, kind, data_class, state, text
+
+
+def _built(rows: Iterable[_Row], average: float | None = None) -> LexicalIndex:
+    """The index of these rows: every (word, row) pair with its BM25 weight, grouped by word.
+
+    A pair's weight is BM25's term-frequency part, tf (k1 + 1) / (tf + k1 (1 - b + b len / avg)),
+    with `average` words per row (these rows' own when not given); a query multiplies it by each
+    word's rarity among the rows the caller may see.
+
+    Each distinct spelling is stemmed once; per word of text there is one dictionary lookup, and
+    the grouping is numpy's (a sort of the pairs), so 100,000 items of 40 words take about a second.
+    """
+    spellings: dict[str, int] = {}
+    tokens, lengths = array("i"), array("i")
+    ids, kinds, classes, states = array("q"), array("B"), array("B"), array("B")
+    for row in rows:
+        found = split_words(row[4])
+        lengths.append(len(found))
+        tokens.extend([spellings.setdefault(w, len(spellings)) for w in found])
+        ids.append(row[0])
+        kinds.append(_KINDS[row[1]])
+        classes.append(_CLASSES[row[2]])
+        states.append(_STATES[row[3]])
+    vocabulary: dict[str, int] = {}
+    stem_of = np.array(
+        [vocabulary.setdefault(stem, len(vocabulary)) for stem in _stemmed(list(spellings))], dtype=np.int32
+    )
+    count = len(ids)
+    row_lengths = np.frombuffer(lengths, dtype=np.int32) if count else np.zeros(0, np.int32)
+    average = average or (float(row_lengths.mean()) if count else 0.0) or 1.0
+    words_of = stem_of[np.frombuffer(tokens, dtype=np.int32)] if len(tokens) else np.zeros(0, np.int32)
+    del tokens
+    starts = np.concatenate([[0], np.cumsum(row_lengths, dtype=np.int64)])
+    # Pairs are grouped a block of rows at a time, and each word's slices of the blocks joined at
+    # the end: the grouping's scratch space is one block's, not the whole project's.
+    pieces: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for first in range(0, count, BUILD_BLOCK_ROWS):
+        last = min(first + BUILD_BLOCK_ROWS, count)
+        block_rows = np.repeat(np.arange(first, last, dtype=np.int64), row_lengths[first:last])
+        keys = words_of[starts[first] : starts[last]].astype(np.int64) * count + block_rows
+        keys, counts = np.unique(keys, return_counts=True)  # by word, then row
+        positions = (keys % count).astype(np.int32)
+        block_words = (keys // count).astype(np.int32)
+        norms = BM25_K1 * (1.0 - BM25_B + BM25_B * row_lengths[positions] / average)
+        weights = (counts * (BM25_K1 + 1.0) / (counts + norms)).astype(np.float32)
+        present = np.flatnonzero(np.diff(block_words, prepend=-1))
+        bounds = [*present.tolist(), len(block_words)]
+        for i, start in enumerate(bounds[:-1]):
+            stop = bounds[i + 1]
+            pieces.setdefault(int(block_words[start]), []).append(
+                (positions[start:stop], weights[start:stop])
+            )
+    postings = {}
+    for word, number in vocabulary.items():
+        parts = pieces.pop(number, [])
+        if len(parts) == 1:
+            postings[word] = (parts[0][0].copy(), parts[0][1].copy())
+        elif parts:
+            postings[word] = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    return LexicalIndex(
+        ids=np.array(ids, dtype=np.int64),
+        kinds=np.array(kinds, dtype=np.uint8),
+        classes=np.array(classes, dtype=np.uint8),
+        states=np.array(states, dtype=np.uint8),
+        postings=postings,
+        dead=np.zeros(count, dtype=bool),
+        average=average,
+    )
+
+
+def _extended(index: LexicalIndex, rows: Sequence[_Row]) -> LexicalIndex:
+    """A new index: `index` plus `rows`, sharing the postings of every word they do not hold."""
+    added = _built(rows, index.average)
+    offset = len(index.ids)
+    postings = dict(index.postings)
+    for word, (positions, weights) in added.postings.items():
+        old = postings.get(word)
+        positions = positions + np.int32(offset)
+        if old is not None:
+            positions, weights = np.concatenate([old[0], positions]), np.concatenate([old[1], weights])
+        postings[word] = (positions, weights)
+    return LexicalIndex(
+        ids=np.concatenate([index.ids, added.ids]),
+        kinds=np.concatenate([index.kinds, added.kinds]),
+        classes=np.concatenate([index.classes, added.classes]),
+        states=np.concatenate([index.states, added.states]),
+        postings=postings,
+        dead=np.concatenate([index.dead, added.dead]),
+        average=index.average,
+    )
+
+
+# Only current rows are indexed: the text of others is not fetched.
+_LIVE_SQL = ", ".join(f"'{state}'" for state in State.current())
+_ROWS_SQL = (
+    f"SELECT id, kind, data_class, state, CASE WHEN state IN ({_LIVE_SQL}) THEN text ELSE '' END "  # noqa: S608
+    "FROM memory_fact WHERE {above} ORDER BY project_id, id LIMIT %s"
+)
+
+
+def _above(project_id: int, after: int) -> tuple[str, list[int]]:
+    """The project's rows above an id, as a range of the (project, id) index, and its parameters.
+
+    PostgreSQL is given the pair as a row comparison, which only that index can serve: with
+    `id > %s` alone it may walk the primary key across every row that other projects and tenants
+    added above the watermark. SQLite serves the plain range from any index on the project (each
+    holds the rowid).
+    """
+    if db.vendor == "postgresql":
+        return "(project_id, id) > (%s, %s) AND project_id = %s", [project_id, after, project_id]
+    return "project_id = %s AND id > %s", [project_id, after]
+
+
+# Rows are read in pages of this many (by id), so a large project's texts are never all in memory.
+PAGE_ROWS = 5_000
+
+
+def _fetch(sql: str, params: Sequence[int | str]) -> list[tuple[Any, ...]]:
+    with db.cursor() as cursor:
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
+
+
+def _rows(project_id: int, after: int) -> Iterator[_Row]:
+    """The project's rows above id `after`, oldest first, a page at a time."""
+    while True:
+        above, params = _above(project_id, after)
+        page = _fetch(_ROWS_SQL.replace("{above}", above), [*params, PAGE_ROWS])
+        yield from ((int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4])) for r in page)
+        if len(page) < PAGE_ROWS:
+            return
+        after = int(page[-1][0])
+
+
+def _count_above(project_id: int, after: int) -> int:
+    """How many rows the project has above `after`: a range probe on the (project, id) index."""
+    above, params = _above(project_id, after)
+    return int(_fetch(f"SELECT count(*) FROM memory_fact WHERE {above}", params)[0][0])  # noqa: S608
+
+
+_LIVE = frozenset(State.current())
+
+
+@dataclass
+class _Entry:
+    """A project's index and what it has seen: every row up to `settled`, and `above` it."""
+
+    index: LexicalIndex
+    settled: int
+    above: set[int]
+    seen: int
+    checked_at: float = field(default_factory=time.monotonic)
+
+    def due(self) -> bool:
+        """Whether the project's rows are to be counted whole (see _Indexes)."""
+        return time.monotonic() - self.checked_at >= FULL_CHECK_SECONDS
+
+    def add(self, rows: Sequence[_Row]) -> None:
+        live = [row for row in rows if row[3] in _LIVE]
+        if live:
+            self.index = _extended(self.index, live)
+        self.above.update(row[0] for row in rows)
+        self.seen += len(rows)
+
+
+def _entry(project_id: int) -> _Entry:
+    """A new index of every current row of the project, read a page at a time."""
+    seen = [0, 0]  # rows read, newest id
+
+    def live(rows: Iterable[_Row]) -> Iterator[_Row]:
+        for row in rows:
+            seen[0], seen[1] = seen[0] + 1, row[0]
+            if row[3] in _LIVE:
+                yield row
+
+    index = _built(live(_rows(project_id, 0)))
+    release_freed_memory()
+    return _Entry(index, settled=seen[1], above=set(), seen=seen[0])
+
+
+class _Indexes:
+    """Each project's index in this process, brought up to date on every use; LRU by rows.
+
+    Rows above the watermark are counted on every use (a handful of index entries), so rows
+    committed since are indexed before the query is scored. Every FULL_CHECK_SECONDS the project's
+    rows are counted whole: a transaction that committed rows below the watermark after it moved
+    (out of id order, long after taking its ids) makes the counts differ, and the index is rebuilt;
+    when they agree, the watermark moves up to the newest row seen.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[int, _Entry] = OrderedDict()
+        self._refreshing: dict[int, threading.Lock] = {}
+
+    def get(self, project_id: int) -> LexicalIndex:
+        with self._lock:
+            entry = self._entries.get(project_id)
+            refreshing = self._refreshing.setdefault(project_id, threading.Lock())
+        if (
+            entry is not None
+            and not entry.due()
+            and _count_above(project_id, entry.settled) == len(entry.above)
+        ):
+            with self._lock:
+                self._entries.move_to_end(project_id)
+            return entry.index
+        with refreshing:
+            with self._lock:
+                entry = self._entries.get(project_id)
+            entry = _entry(project_id) if entry is None else self._refreshed(project_id, entry)
+            with self._lock:
+                self._entries[project_id] = entry
+                self._entries.move_to_end(project_id)
+                total = sum(len(e.index) for e in self._entries.values())
+                while total > MAX_CACHED_ROWS and len(self._entries) > 1:
+                    _, dropped = self._entries.popitem(last=False)
+                    total -= len(dropped.index)
+            return entry.index
+
+    @staticmethod
+    def _refreshed(project_id: int, entry: _Entry) -> _Entry:
+        count = _count_above(project_id, entry.settled)
+        if count < len(entry.above):
+            return _entry(project_id)  # rows went away: a deletion
+        if count > len(entry.above):
+            entry.add([row for row in _rows(project_id, entry.settled) if row[0] not in entry.above])
+        if entry.due():
+            if _count_above(project_id, 0) != entry.seen:
+                return _entry(project_id)
+            entry.checked_at = time.monotonic()
+            if len(entry.above) >= SETTLE_ROWS:
+                entry.settled, entry.above = max(entry.above), set()
+        return entry
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+lexical_indexes = _Indexes()

@@ -1,0 +1,97 @@
+"""The in-process word index: fresh on the next call, safe against stale entries, bounded in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from memory import lexical_index
+from memory.lexical_index import lexical_indexes, words
+from memory.models import Fact, State
+from tests.conftest import LiveServer, Tenant
+from tests.readpath import RecordingMCPClient, _fresh_bundle_cache, add_item, sdk_factory  # noqa: F401
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def sdk(live: LiveServer) -> Callable[..., RecordingMCPClient]:
+    return sdk_factory(live)
+
+
+def _refs(client: RecordingMCPClient, query: str) -> list[str]:
+    return [
+        r["ref"] for r in client.ok("search_memory", {"project_id": "platform", "query": query})["results"]
+    ]
+
+
+def test_words_are_stemmed_casefolded_and_split_like_a_reader_would() -> None:
+    assert words("Deploys, DEPLOYED; deployment_pipeline café-Crème") == [
+        "deploy",
+        "deploy",
+        "deploy",
+        "pipelin",
+        "cafe",
+        "creme",
+    ]
+
+
+def test_an_item_published_after_the_index_was_built_is_found_on_the_next_call(tenant: Tenant, sdk) -> None:
+    platform = tenant.projects["platform"]
+    add_item(platform, "Kafka partitions are rebalanced nightly.")
+    client = sdk(tenant.issue()[0])
+    assert len(_refs(client, "kafka")) == 1
+    later = add_item(platform, "Kafka consumers commit offsets every second.").ref
+    assert later in _refs(client, "kafka consumers")
+
+
+def test_a_row_committed_below_the_watermark_is_found_once_the_project_is_counted_whole(
+    tenant: Tenant, sdk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A transaction that took its id before others committed, and committed after the index
+    # looked: its id is below every row the index has seen.
+    platform = tenant.projects["platform"]
+    freed = add_item(platform, "A note whose id is given back.")
+    add_item(platform, "Kafka partitions are rebalanced nightly.")
+    freed_id = freed.pk
+    freed.delete()
+    monkeypatch.setattr(lexical_index, "FULL_CHECK_SECONDS", 3600.0)
+    client = sdk(tenant.issue()[0])
+    assert _refs(client, "kafka")
+    late = Fact.objects.create(
+        id=freed_id,
+        workspace=platform.workspace,
+        project=platform,
+        text="Zookeeper was retired in the spring.",
+        data_class=platform.data_class,
+        actor="owner",
+    )
+    assert _refs(client, "zookeeper") == []  # not yet counted whole: the index has not seen it
+    monkeypatch.setattr(lexical_index, "FULL_CHECK_SECONDS", 0.0)
+    assert _refs(client, "zookeeper") == [late.ref]
+
+
+def test_a_superseded_item_is_never_served_and_leaves_the_candidates(tenant: Tenant, sdk) -> None:
+    platform = tenant.projects["platform"]
+    old = add_item(platform, "Billing retries webhooks three times.")
+    client = sdk(tenant.issue()[0])
+    assert _refs(client, "billing webhooks") == [old.ref]
+    # Moved on in place, as a consolidator's conditional update does: the index still holds it.
+    Fact.objects.filter(pk=old.pk).update(state=State.SUPERSEDED)
+    assert _refs(client, "billing webhooks") == []
+    index = lexical_indexes.get(platform.pk)
+    assert bool(index.dead[list(index.ids).index(old.pk)])
+
+
+def test_processes_keep_only_as_many_indexed_items_as_the_budget_allows(
+    tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lexical_index, "MAX_CACHED_ROWS", 3)
+    for name in ("platform", "handbook"):
+        for i in range(2):
+            add_item(tenant.projects[name], f"Note {i} of {name}.")
+    platform = lexical_indexes.get(tenant.projects["platform"].pk)
+    lexical_indexes.get(tenant.projects["handbook"].pk)
+    # Four items in two projects exceed three: the least recently used project was let go.
+    assert lexical_indexes.get(tenant.projects["platform"].pk) is not platform
