@@ -113,6 +113,18 @@ class Hit:
     kind: str = ""
 
 
+@dataclass(frozen=True)
+class _View:
+    allowed: np.ndarray
+    visible: int
+    norms: np.ndarray
+    dead: int
+
+
+# Filters whose views an index keeps (a few per credential kind; cleared when full).
+MAX_VIEWS = 16
+
+
 @dataclass
 class LexicalIndex:
     """One project's postings and what each indexed row said; replaced whole when rows are added."""
@@ -124,9 +136,42 @@ class LexicalIndex:
     lengths: np.ndarray  # float32 words per row
     postings: dict[str, tuple[np.ndarray, np.ndarray]]  # word -> (int32 rows, float32 term counts)
     dead: np.ndarray  # bool: found not current by a caller's check
+    # Per filter (classes, states, kinds) and count of dead rows: its mask, rows and length norms.
+    _views: dict[tuple[object, ...], _View] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def _view(
+        self, classes: Collection[str], states: Collection[str], kinds: Collection[str] | None
+    ) -> _View:
+        """The rows a filter lets through, counted, with BM25's length norm of every row.
+
+        The norm, k1 (1 - b + b len / avg), takes the average length of the rows let through:
+        like the document frequencies, nothing hidden from the caller sways it. Kept per filter
+        (a credential's view of the project), so repeated calls skip the whole-index passes.
+        """
+        key = (tuple(sorted(classes)), tuple(sorted(states)), None if kinds is None else tuple(sorted(kinds)))
+        dead = int(np.count_nonzero(self.dead))
+        view = self._views.get(key)
+        if view is not None and view.dead == dead:
+            return view
+        allowed = (
+            lookup(CLASSES, classes)[self.classes]
+            & lookup(STATES, states)[self.states]
+            & lookup(KINDS, kinds)[self.kinds]
+            & ~self.dead
+        )
+        visible = int(np.count_nonzero(allowed))
+        average = float(self.lengths[allowed].mean()) if visible else 1.0
+        norms = (BM25_K1 * (1.0 - BM25_B) + (BM25_K1 * BM25_B / (average or 1.0)) * self.lengths).astype(
+            np.float32
+        )
+        view = _View(allowed=allowed, visible=visible, norms=norms, dead=dead)
+        if len(self._views) >= MAX_VIEWS:
+            self._views.clear()
+        self._views[key] = view
+        return view
 
     def rank(
         self,
@@ -147,23 +192,17 @@ class LexicalIndex:
         """
         if not len(self.ids) or limit <= 0:
             return []
-        allowed = (
-            lookup(CLASSES, classes)[self.classes]
-            & lookup(STATES, states)[self.states]
-            & lookup(KINDS, kinds)[self.kinds]
-            & ~self.dead
-        )
-        for word in without:
-            excluded = self.postings.get(word)
-            if excluded is not None:
-                allowed[excluded[0]] = False
-        visible = int(np.count_nonzero(allowed))
+        view = self._view(classes, states, kinds)
+        allowed, visible = view.allowed, view.visible
+        if without:
+            allowed = allowed.copy()
+            for word in without:
+                excluded = self.postings.get(word)
+                if excluded is not None:
+                    allowed[excluded[0]] = False
+            visible = int(np.count_nonzero(allowed))
         if not visible:
             return []
-        # BM25's length normalisation, k1 (1 - b + b len / avg), with the average length of the
-        # rows the caller may see: like the document frequencies, nothing hidden sways it.
-        average = float(self.lengths[allowed].mean()) or 1.0
-        saturation, length_weight = BM25_K1 * (1.0 - BM25_B), BM25_K1 * BM25_B / average
         scores = np.zeros(len(self.ids), dtype=np.float32)
         deadline = time.perf_counter() + time_budget_seconds()
         for word in dict.fromkeys(query_words):
@@ -176,8 +215,7 @@ class LexicalIndex:
             df = int(np.count_nonzero(allowed[rows]))
             if df:
                 idf = math.log(1.0 + (visible - df + 0.5) / (df + 0.5))
-                norms = saturation + length_weight * self.lengths[rows]
-                scores[rows] += (idf * (BM25_K1 + 1.0)) * counts / (counts + norms)
+                scores[rows] += (idf * (BM25_K1 + 1.0)) * counts / (counts + view.norms[rows])
         # Rows outside the caller's view were scored too (one pass is cheaper than filtering
         # each word's postings); their scores are dropped here, before anything is chosen.
         np.multiply(scores, allowed, out=scores)
