@@ -217,15 +217,15 @@ def child_env(database_url: str, public_url: str = "http://127.0.0.1:8000") -> d
     return env
 
 
-def manage(database_url: str, *args: str) -> str:
-    done = subprocess.run(
-        [PYTHON, "manage.py", *args],
-        cwd=ROOT,
-        env=child_env(database_url),
-        capture_output=True,
-        text=True,
-        check=False,
+def run_python(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """A Python child in the repository with the benchmark's settings, its output captured."""
+    return subprocess.run(
+        [PYTHON, *args], cwd=ROOT, env=child_env(database_url), capture_output=True, text=True, check=False
     )
+
+
+def manage(database_url: str, *args: str) -> str:
+    done = run_python(database_url, "manage.py", *args)
     if done.returncode != 0:
         raise SystemExit(f"manage.py {' '.join(args[:2])} failed:\n{done.stderr[-2000:]}")
     return done.stdout
@@ -720,14 +720,7 @@ IMPORT_BUDGET = 20_000
 def _semantic_rows(database_url: str, items: int) -> list[tuple[str, str, str, bool | None]]:
     """What the semantic side costs a call at the full size, timed in process (bench/vectors.py)."""
     log(f"Timing the vector top-k over {items:,} rows and a task's query embedding ...")
-    done = subprocess.run(
-        [PYTHON, str(ROOT / "bench" / "vectors.py"), str(items)],
-        cwd=ROOT,
-        env=child_env(database_url),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_python(database_url, str(ROOT / "bench" / "vectors.py"), str(items))
     if done.returncode != 0:
         return [("semantic side (bench/vectors.py)", "failed: " + done.stderr.strip()[-200:], "-", False)]
     timings = json.loads(done.stdout.strip().splitlines()[-1])

@@ -60,8 +60,9 @@ a decision depends on it), open threads, methods (step-by-step instructions) and
 3. search_memory (project_id, query): dig deeper, or fetch an item by the ref a pointer gives; page \
 with the cursor it returns.
 4. propose_memory: you cannot write memory directly. Propose a change (add_fact, update_fact, \
-open_thread, close_thread, reject) with evidence and your own request_id; it is validated and \
-published within seconds, or held for the owner's review.
+open_thread, close_thread, reject) with evidence and your own request_id. The answer says how it \
+was stored (queued or quarantined); it is then validated within seconds and published, held for the \
+owner's review, or rejected.
 Every error carries a code and an action: follow the action (forbidden_scope or unknown_project: \
 call list_projects; protected_target: do not retry, tell the owner)."""
 
@@ -185,18 +186,23 @@ PROPOSE = ToolAnnotations(
 
 PROPOSE_DESCRIPTION = (
     "Propose a change to the project's memory; you cannot write memory directly. Returns "
-    "{ proposal_id, status: queued | quarantined, taint: clean | untrusted }. A queued proposal is "
-    "validated and published within seconds, then served by get_context and search_memory; a "
-    "quarantined one (any untrusted evidence, a low-trust zone, or citing a tainted item) waits for the "
-    "owner's review. Ops: add_fact (kind fact|decision|convention), update_fact (target: the ref you "
+    "{ proposal_id, status: queued | quarantined, taint: clean | untrusted }: how it was stored, not "
+    "yet whether it is published. Queued (clean provenance): within seconds the consolidator validates "
+    "it and publishes it (then get_context and search_memory serve it), or holds it for the owner's "
+    "review when it carries a risk signal (links, images, code, text addressed to agents, authority "
+    "claims, credential-like strings) or the workspace reviews everything, or rejects it. Quarantined "
+    "(any untrusted evidence, a low-trust zone, or citing or copying a tainted item): validated, then "
+    "it always waits for the owner's review; the taint stays with anything published from it. "
+    "Ops: add_fact (kind fact|decision|convention), update_fact (target: the ref you "
     "read; history is kept), open_thread, close_thread (target: a thread), reject (target: an item you "
     "show is wrong; it is retracted, kept for history). request_id: your own id, 8-128 characters of "
     "A-Z a-z 0-9 . _ : - (a UUID is ideal), remembered for at least 30 days (in practice for as long as "
     "the proposal is kept): a replay returns the original result with duplicate_request, never a "
     f"second proposal. Limits: change.text up to {MAX_PROPOSAL_TEXT} characters; 1-{MAX_EVIDENCE_ITEMS} "
     f"evidence items, each a ref (up to {MAX_EVIDENCE_REF} characters; never fetched) and/or a text (up "
-    f"to {MAX_EVIDENCE_TEXT}) with trust trusted|untrusted. Proposals carrying instructions to agents, "
-    "role markup, tool-call syntax, exfiltration, hidden Unicode or secrets are rejected. Errors: "
+    f"to {MAX_EVIDENCE_TEXT}) with trust trusted|untrusted. Proposals carrying concrete attacks "
+    "(instruction overrides, role markup, tool-call syntax, exfiltration, hidden Unicode) or secrets "
+    "are rejected. Errors: "
     "protected_target (goals, policies, permissions, identities: do not retry; tell the owner), "
     "forbidden_scope / unknown_project (call list_projects; also a read-only credential), "
     "invalid_request (fix the arguments)."

@@ -13,6 +13,12 @@ project it goes into, in large batches inside one transaction (never one save pe
 
 A bad input anywhere names itself (`line 3: ...`) and nothing of the import is kept.
 
+Imported text is screened as a proposal's is: a secret in it is stored redacted
+(memory.redaction), and a tainted item is fingerprinted (memory.services.taint_prints), so that
+copying it into a proposal later passes its taint on.
+
+The duplicate check looks texts up by their indexed digest (`Fact.text_digest`), never by the text.
+
 An import that changed memory is a publication (bundles compiled before it are not served
 after it), and on PostgreSQL it is followed by ANALYZE, so the next query is planned for the table
 as it is.
@@ -28,10 +34,12 @@ from typing import Any
 from django.db import connection as db
 from django.db import transaction
 
-from memory.models import Fact, Kind, State, Taint
+from memory.models import Fact, Kind, State, Taint, text_digest
 from memory.readers import Incoming, read_items
+from memory.redaction import redact
 from memory.refs import is_ref, new_ref
 from memory.services import FactRow, fact_row, fact_rows_insert, publication_record
+from memory.services.taint_prints import prints_record
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 
@@ -48,6 +56,7 @@ class ImportReport:
     unchanged: int
     updated: int
     path: str
+    redacted: int = 0  # items whose text held a secret, stored with it replaced
 
     @property
     def total(self) -> int:
@@ -56,27 +65,6 @@ class ImportReport:
 
 def _own_ref(ref: str | None) -> str | None:
     return ref if ref and len(ref) <= _REF_COLUMN_LENGTH and is_ref(ref) else None
-
-
-def _row(item: Incoming, *, project: Project, actor: str) -> FactRow:
-    """The validated row an item would be, its errors prefixed with where it came from."""
-    try:
-        if item.taint is not None and item.taint not in _TAINTS:
-            raise InvalidRequest(f"taint {item.taint!r} is not one of {', '.join(_TAINTS)}.")
-        return fact_row(
-            project=project,
-            kind=item.kind,
-            text=item.text,
-            state=item.state,
-            data_class=item.data_class,
-            source=item.source,
-            source_date=item.source_date,
-            actor=item.actor or actor,
-            taint=_TAINTS[item.taint] if item.taint is not None else Taint.CLEAN,
-            origin=item.origin,
-        )
-    except InvalidRequest as exc:
-        raise InvalidRequest(f"{item.where}: {exc.message}") from None
 
 
 @dataclass
@@ -88,6 +76,9 @@ class _Importer:
     imported: int = 0
     unchanged: int = 0
     updated: int = 0
+    redacted: int = 0
+    # Sources already screened -> as stored: most items of a file share a handful of sources.
+    sources: dict[str, str] = field(default_factory=dict)
     # Every identity seen in this import -> the ref that now stands for it.
     seen: dict[tuple[str, ...], str] = field(default_factory=dict)
     # The ids items of this import go by (their ref or origin) -> the ref they now have.
@@ -95,6 +86,34 @@ class _Importer:
     # (new ref, the id in the file of the item it supersedes), linked once every item is in.
     pending_links: list[tuple[str, str, str]] = field(default_factory=list)
     used_refs: set[str] = field(default_factory=set)
+
+    def _row(self, item: Incoming) -> FactRow:
+        """The validated row an item would be, secrets redacted as a proposal's are (secrets are
+        not kept in clear, whoever brings them); its errors prefixed with where it came from."""
+        text = redact(item.text)
+        if text != item.text:
+            self.redacted += 1
+        source = self.sources.get(item.source)
+        if source is None:
+            source = self.sources[item.source] = redact(item.source)
+        try:
+            if item.taint is not None and item.taint not in _TAINTS:
+                raise InvalidRequest(f"taint {item.taint!r} is not one of {', '.join(_TAINTS)}.")
+            return fact_row(
+                project=self.project,
+                kind=item.kind,
+                text=text,
+                state=item.state,
+                data_class=item.data_class,
+                source=source,
+                source_date=item.source_date,
+                actor=item.actor or self.actor,
+                taint=_TAINTS[item.taint] if item.taint is not None else Taint.CLEAN,
+                origin=item.origin,
+                ref="",  # assigned once the item's identity is decided (apply)
+            )
+        except InvalidRequest as exc:
+            raise InvalidRequest(f"{item.where}: {exc.message}") from None
 
     def _existing(
         self, items: list[tuple[Incoming, FactRow]]
@@ -109,16 +128,16 @@ class _Importer:
             Fact.objects.filter(project=self.project, origin__in=origins).order_by("id").values(*columns)
         ):
             by_origin[row["origin"]] = row  # the latest version wins
-        texts = {row.text for item, row in items if not item.origin and not item.ref}
+        digests = {text_digest(row.text) for item, row in items if not item.origin and not item.ref}
         by_text: dict[tuple[str, str], dict[str, Any]] = {}
-        if texts:
-            rows = Fact.objects.filter(project=self.project, text__in=texts).order_by("id").values(*columns)
-            for row in rows:
+        if digests:
+            rows = Fact.objects.filter(project=self.project, text_digest__in=digests).order_by("id")
+            for row in rows.values(*columns):  # a digest names candidates; the text itself decides
                 by_text[(row["kind"], row["text"])] = row
         return by_ref, by_origin, by_text
 
     def apply(self, batch: list[Incoming]) -> None:
-        items = [(item, _row(item, project=self.project, actor=self.actor)) for item in batch]
+        items = [(item, self._row(item)) for item in batch]
         by_ref, by_origin, by_text = self._existing(items)
         new_rows: list[FactRow] = []
         supersede: list[tuple[str, dict[str, Any]]] = []
@@ -139,6 +158,10 @@ class _Importer:
                 match = by_origin.get(item.ref) or in_project
             else:
                 match = by_text.get((row.kind, row.text))
+            if match is not None:
+                # Taint never decreases: a new version of an untrusted item stays untrusted, whatever
+                # the file says (an export of this workspace says it; another tool's may not).
+                row = row._replace(taint=max(row.taint, int(match["taint"])))
             if match is not None and all(match[c] == getattr(row, c) for c in _COMPARED):
                 self.unchanged += 1
                 ref = str(match["ref"])
@@ -160,10 +183,22 @@ class _Importer:
                 self.resolved[ident] = ref
         if new_rows:
             fact_rows_insert(project=self.project, rows=new_rows)
+            self._prints_record([row for row in new_rows if row.taint > Taint.CLEAN])
         if supersede:
             _link([(ref, int(old["id"])) for ref, old in supersede])
             live = [old["id"] for _, old in supersede if old["state"] == Kind.live_state(old["kind"])]
             Fact.objects.filter(pk__in=live).update(state=State.SUPERSEDED)
+
+    def _prints_record(self, tainted: list[FactRow]) -> None:
+        """Fingerprint the tainted items just inserted, as publishing does: a proposal that copies
+        one of them inherits its taint (memory.services.taint_prints), however it got here."""
+        if not tainted:
+            return
+        ids = dict(Fact.objects.filter(ref__in=[row.ref for row in tainted]).values_list("ref", "id"))
+        prints_record(
+            Fact(pk=ids[row.ref], workspace_id=self.project.workspace_id, text=row.text, taint=row.taint)
+            for row in tainted
+        )
 
     def link(self) -> None:
         """Restore supersession inside the import: each item points at the version it replaced."""
@@ -221,6 +256,7 @@ def memory_import(
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
     """Import a file or folder into a project, all or nothing: a bad input names itself, nothing is kept."""
+    _page_cache_widen()
     importer = _Importer(project=project, actor=actor)
     items = read_items(path, fmt=fmt, project=project.slug, source_project=source_project)
     done = 0
@@ -236,8 +272,27 @@ def memory_import(
         publication_record(workspace=project.workspace, published_count=changed, changed=True)
         transaction.on_commit(_analyze)
     return ImportReport(
-        imported=importer.imported, unchanged=importer.unchanged, updated=importer.updated, path=str(path)
+        imported=importer.imported,
+        unchanged=importer.unchanged,
+        updated=importer.updated,
+        path=str(path),
+        redacted=importer.redacted,
     )
+
+
+# SQLite's default page cache is 2 MB: a bulk load of memory_fact, its indexes and the full-text
+# index then writes and rereads the same pages through the OS many times over.
+_IMPORT_PAGE_CACHE_KIB = 256 * 1024
+
+
+def _page_cache_widen() -> None:
+    """Give this connection a page cache the size of a large import (SQLite; a no-op elsewhere).
+
+    Memory is taken only as pages are used, and only by the process that imports.
+    """
+    if db.vendor == "sqlite":
+        with db.cursor() as cursor:
+            cursor.execute(f"PRAGMA cache_size = -{_IMPORT_PAGE_CACHE_KIB}")
 
 
 def _analyze() -> None:
@@ -245,17 +300,6 @@ def _analyze() -> None:
 
     A bulk load leaves PostgreSQL planning the next queries for the table as it was before (or,
     on a new database, for an empty one); SQLite plans from its indexes alone.
-    """
-    if db.vendor == "postgresql":
-        with db.cursor() as cursor:
-            cursor.execute("ANALYZE memory_fact")
-
-
-def import_statistics_refresh() -> None:
-    """After a bulk import, let PostgreSQL's planner see the new rows (SQLite needs nothing).
-
-    Ranking does not depend on statistics (memory.search); the planner's choice of the full-text
-    index over a scan does, on a table that was empty a second ago.
     """
     if db.vendor == "postgresql":
         with db.cursor() as cursor:

@@ -13,8 +13,8 @@ its row said when it was indexed; callers check every candidate against the curr
 credential's scoped queryset (memory.retrieval) before anything is ranked or shown, and tell the
 index which candidates are no longer current (`mark_dead`): an item's state only ever moves from
 live (active, open) to superseded, closed or retracted, and a data class never changes in place.
-Document frequencies are counted among the items the caller may see, so no hidden item sways a
-ranking.
+Document frequencies and the average item length are counted among the items the caller may
+see, so no hidden item sways a ranking.
 
 Freshness: every use counts the project's rows above a watermark (a range probe on the
 (project, id) index, a few hundred entries at most) and indexes any it has not seen, so a
@@ -40,10 +40,10 @@ import numpy as np
 import Stemmer
 from django.db import connection as db
 
+from memory.codes import CLASSES, KIND_NAMES, KINDS, STATES, code, lookup
 from memory.heap import release_freed_memory
-from memory.models import Kind, State
+from memory.models import State
 from memory.query_limits import QueryTooCostly, time_budget_seconds
-from workspaces.models import DataClass
 
 # BM25's saturation and length normalisation (Robertson's defaults).
 BM25_K1 = 1.2
@@ -61,10 +61,6 @@ FULL_CHECK_SECONDS = 5.0
 # projects it serves; a project evicted is indexed again on its next use (about a second per
 # 100,000 items).
 MAX_CACHED_ROWS = 300_000
-
-_KINDS = {value: code for code, value in enumerate(Kind.values)}
-_CLASSES = {value: code for code, value in enumerate(DataClass.values)}
-_STATES = {value: code for code, value in enumerate(State.values)}
 
 
 # ASCII text is split by str.translate and str.split, three times faster than a regular expression;
@@ -108,16 +104,6 @@ def words(text: str) -> list[str]:
     return _stemmed(split_words(text))
 
 
-def _codes(table: dict[str, int], values: Collection[str] | None) -> np.ndarray:
-    """A lookup table: True at the code of each given value (all of them for None)."""
-    allowed = np.zeros(len(table), dtype=bool)
-    if values is None:
-        allowed[:] = True
-    else:
-        allowed[[table[v] for v in values if v in table]] = True
-    return allowed
-
-
 @dataclass(frozen=True)
 class Hit:
     """A ranked candidate: higher scores are better."""
@@ -127,7 +113,16 @@ class Hit:
     kind: str = ""
 
 
-_KIND_NAMES = np.array(Kind.values, dtype=object)
+@dataclass(frozen=True)
+class _View:
+    allowed: np.ndarray
+    visible: int
+    norms: np.ndarray
+    dead: int
+
+
+# Filters whose views an index keeps (a few per credential kind; cleared when full).
+MAX_VIEWS = 16
 
 
 @dataclass
@@ -138,12 +133,45 @@ class LexicalIndex:
     kinds: np.ndarray  # uint8 codes
     classes: np.ndarray  # uint8 codes
     states: np.ndarray  # uint8 codes, as indexed
-    postings: dict[str, tuple[np.ndarray, np.ndarray]]  # word -> (int32 rows, float32 BM25 weights)
+    lengths: np.ndarray  # float32 words per row
+    postings: dict[str, tuple[np.ndarray, np.ndarray]]  # word -> (int32 rows, float32 term counts)
     dead: np.ndarray  # bool: found not current by a caller's check
-    average: float  # words per row, for the length normalisation of rows added later
+    # Per filter (classes, states, kinds) and count of dead rows: its mask, rows and length norms.
+    _views: dict[tuple[object, ...], _View] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def _view(
+        self, classes: Collection[str], states: Collection[str], kinds: Collection[str] | None
+    ) -> _View:
+        """The rows a filter lets through, counted, with BM25's length norm of every row.
+
+        The norm, k1 (1 - b + b len / avg), takes the average length of the rows let through:
+        like the document frequencies, nothing hidden from the caller sways it. Kept per filter
+        (a credential's view of the project), so repeated calls skip the whole-index passes.
+        """
+        key = (tuple(sorted(classes)), tuple(sorted(states)), None if kinds is None else tuple(sorted(kinds)))
+        dead = int(np.count_nonzero(self.dead))
+        view = self._views.get(key)
+        if view is not None and view.dead == dead:
+            return view
+        allowed = (
+            lookup(CLASSES, classes)[self.classes]
+            & lookup(STATES, states)[self.states]
+            & lookup(KINDS, kinds)[self.kinds]
+            & ~self.dead
+        )
+        visible = int(np.count_nonzero(allowed))
+        average = float(self.lengths[allowed].mean()) if visible else 1.0
+        norms = (BM25_K1 * (1.0 - BM25_B) + (BM25_K1 * BM25_B / (average or 1.0)) * self.lengths).astype(
+            np.float32
+        )
+        view = _View(allowed=allowed, visible=visible, norms=norms, dead=dead)
+        if len(self._views) >= MAX_VIEWS:
+            self._views.clear()
+        self._views[key] = view
+        return view
 
     def rank(
         self,
@@ -164,17 +192,15 @@ class LexicalIndex:
         """
         if not len(self.ids) or limit <= 0:
             return []
-        allowed = (
-            _codes(_CLASSES, classes)[self.classes]
-            & _codes(_STATES, states)[self.states]
-            & _codes(_KINDS, kinds)[self.kinds]
-            & ~self.dead
-        )
-        for word in without:
-            excluded = self.postings.get(word)
-            if excluded is not None:
-                allowed[excluded[0]] = False
-        visible = int(np.count_nonzero(allowed))
+        view = self._view(classes, states, kinds)
+        allowed, visible = view.allowed, view.visible
+        if without:
+            allowed = allowed.copy()
+            for word in without:
+                excluded = self.postings.get(word)
+                if excluded is not None:
+                    allowed[excluded[0]] = False
+            visible = int(np.count_nonzero(allowed))
         if not visible:
             return []
         scores = np.zeros(len(self.ids), dtype=np.float32)
@@ -185,10 +211,11 @@ class LexicalIndex:
             posting = self.postings.get(word)
             if posting is None:
                 continue
-            rows, weights = posting
+            rows, counts = posting
             df = int(np.count_nonzero(allowed[rows]))
             if df:
-                scores[rows] += math.log(1.0 + (visible - df + 0.5) / (df + 0.5)) * weights
+                idf = math.log(1.0 + (visible - df + 0.5) / (df + 0.5))
+                scores[rows] += (idf * (BM25_K1 + 1.0)) * counts / (counts + view.norms[rows])
         # Rows outside the caller's view were scored too (one pass is cheaper than filtering
         # each word's postings); their scores are dropped here, before anything is chosen.
         np.multiply(scores, allowed, out=scores)
@@ -201,7 +228,7 @@ class LexicalIndex:
         best = matched[order]
         return [
             Hit(int(i), float(s), str(k))
-            for i, s, k in zip(self.ids[best], scores[best], _KIND_NAMES[self.kinds[best]], strict=True)
+            for i, s, k in zip(self.ids[best], scores[best], KIND_NAMES[self.kinds[best]], strict=True)
         ]
 
     def mark_dead(self, fact_ids: Iterable[int]) -> None:
@@ -214,12 +241,8 @@ class LexicalIndex:
 _Row = tuple[int, str, str, str, str]  # id, kind, data_class, state, text
 
 
-def _built(rows: Iterable[_Row], average: float | None = None) -> LexicalIndex:
-    """The index of these rows: every (word, row) pair with its BM25 weight, grouped by word.
-
-    A pair's weight is BM25's term-frequency part, tf (k1 + 1) / (tf + k1 (1 - b + b len / avg)),
-    with `average` words per row (these rows' own when not given); a query multiplies it by each
-    word's rarity among the rows the caller may see.
+def _built(rows: Iterable[_Row]) -> LexicalIndex:
+    """The index of these rows: every (word, row) pair with its count, grouped by word.
 
     Each distinct spelling is stemmed once; per word of text there is one dictionary lookup, and
     the grouping is numpy's (a sort of the pairs), so 100,000 items of 40 words take about a second.
@@ -232,16 +255,15 @@ def _built(rows: Iterable[_Row], average: float | None = None) -> LexicalIndex:
         lengths.append(len(found))
         tokens.extend([spellings.setdefault(w, len(spellings)) for w in found])
         ids.append(row[0])
-        kinds.append(_KINDS[row[1]])
-        classes.append(_CLASSES[row[2]])
-        states.append(_STATES[row[3]])
+        kinds.append(code(KINDS, row[1]))
+        classes.append(code(CLASSES, row[2]))
+        states.append(code(STATES, row[3]))
     vocabulary: dict[str, int] = {}
     stem_of = np.array(
         [vocabulary.setdefault(stem, len(vocabulary)) for stem in _stemmed(list(spellings))], dtype=np.int32
     )
     count = len(ids)
     row_lengths = np.frombuffer(lengths, dtype=np.int32) if count else np.zeros(0, np.int32)
-    average = average or (float(row_lengths.mean()) if count else 0.0) or 1.0
     words_of = stem_of[np.frombuffer(tokens, dtype=np.int32)] if len(tokens) else np.zeros(0, np.int32)
     del tokens
     starts = np.concatenate([[0], np.cumsum(row_lengths, dtype=np.int64)])
@@ -255,14 +277,13 @@ def _built(rows: Iterable[_Row], average: float | None = None) -> LexicalIndex:
         keys, counts = np.unique(keys, return_counts=True)  # by word, then row
         positions = (keys % count).astype(np.int32)
         block_words = (keys // count).astype(np.int32)
-        norms = BM25_K1 * (1.0 - BM25_B + BM25_B * row_lengths[positions] / average)
-        weights = (counts * (BM25_K1 + 1.0) / (counts + norms)).astype(np.float32)
+        counted = counts.astype(np.float32)
         present = np.flatnonzero(np.diff(block_words, prepend=-1))
         bounds = [*present.tolist(), len(block_words)]
         for i, start in enumerate(bounds[:-1]):
             stop = bounds[i + 1]
             pieces.setdefault(int(block_words[start]), []).append(
-                (positions[start:stop], weights[start:stop])
+                (positions[start:stop], counted[start:stop])
             )
     postings = {}
     for word, number in vocabulary.items():
@@ -276,31 +297,31 @@ def _built(rows: Iterable[_Row], average: float | None = None) -> LexicalIndex:
         kinds=np.array(kinds, dtype=np.uint8),
         classes=np.array(classes, dtype=np.uint8),
         states=np.array(states, dtype=np.uint8),
+        lengths=row_lengths.astype(np.float32),
         postings=postings,
         dead=np.zeros(count, dtype=bool),
-        average=average,
     )
 
 
 def _extended(index: LexicalIndex, rows: Sequence[_Row]) -> LexicalIndex:
     """A new index: `index` plus `rows`, sharing the postings of every word they do not hold."""
-    added = _built(rows, index.average)
+    added = _built(rows)
     offset = len(index.ids)
     postings = dict(index.postings)
-    for word, (positions, weights) in added.postings.items():
+    for word, (positions, counts) in added.postings.items():
         old = postings.get(word)
         positions = positions + np.int32(offset)
         if old is not None:
-            positions, weights = np.concatenate([old[0], positions]), np.concatenate([old[1], weights])
-        postings[word] = (positions, weights)
+            positions, counts = np.concatenate([old[0], positions]), np.concatenate([old[1], counts])
+        postings[word] = (positions, counts)
     return LexicalIndex(
         ids=np.concatenate([index.ids, added.ids]),
         kinds=np.concatenate([index.kinds, added.kinds]),
         classes=np.concatenate([index.classes, added.classes]),
         states=np.concatenate([index.states, added.states]),
         postings=postings,
+        lengths=np.concatenate([index.lengths, added.lengths]),
         dead=np.concatenate([index.dead, added.dead]),
-        average=index.average,
     )
 
 

@@ -7,7 +7,9 @@ review fields ever change after they are stored.
 
 from __future__ import annotations
 
-from typing import ClassVar
+import hashlib
+from collections.abc import Iterable
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import models
@@ -68,19 +70,37 @@ class Taint(models.IntegerChoices):
     UNTRUSTED = 1, "untrusted"
 
 
+def text_digest(text: str) -> int:
+    """The indexed stand-in for an item's text: import finds an item it has seen by it (`Fact.text`
+    has no index, and a whole text is too long for one). 64 bits keep the index entries small; a
+    rare collision only adds a candidate, which the text itself then rules out."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
+
+
 class FactQuerySet(models.QuerySet["Fact"]):
     def current(self) -> FactQuerySet:
         return self.filter(state__in=State.current())
+
+    def bulk_create(self, objs: Iterable[Fact], *args: Any, **kwargs: Any) -> list[Fact]:
+        """Every item created in bulk gets its text digest, as `Fact.save` gives one."""
+        objs = list(objs)
+        for fact in objs:
+            fact.text_digest = text_digest(fact.text)
+        return super().bulk_create(objs, *args, **kwargs)
 
 
 class Fact(models.Model):
     """A canonical memory item (any kind). Each version is its own row with its own `ref`."""
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="facts")
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="facts")
+    # No single-column indexes: the composite ones below lead with each, and every index is
+    # maintained on every row an import inserts.
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="facts", db_index=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="facts", db_index=False)
     ref = models.CharField(max_length=32, unique=True, editable=False)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.FACT)
     text = models.TextField()
+    # Filled from `text` on every save and bulk insert (text_digest); never edited.
+    text_digest = models.BigIntegerField(default=0, editable=False)
     state = models.CharField(max_length=16, choices=State.choices, default=State.ACTIVE)
     data_class = models.CharField(max_length=16, choices=DataClass.choices)
     source = models.CharField(max_length=500, blank=True, help_text="Where this came from: a URL, file, ref.")
@@ -113,6 +133,8 @@ class Fact(models.Model):
             models.Index(fields=["project", "origin"], name="fact_project_origin"),
             # the in-process word index (memory.lexical_index): rows committed since it last looked.
             models.Index(fields=["project", "id"], name="fact_project_id"),
+            # import: an item without an id that was seen before, by its text.
+            models.Index(fields=["project", "text_digest"], name="fact_project_text_digest"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -128,6 +150,7 @@ class Fact(models.Model):
     def save(self, *args: object, **kwargs: object) -> None:
         if not self.ref:
             self.ref = new_ref(self.kind)
+        self.text_digest = text_digest(self.text)
         super().save(*args, **kwargs)  # type: ignore[arg-type]
 
     @property

@@ -51,3 +51,9 @@ def redacted_label(text: str) -> str | None:
     """The kind of the first secret redacted from `text`, or None."""
     match = _MARK_RE.search(text)
     return match.group(1) if match else None
+
+
+def redacted_span(text: str) -> tuple[int, int] | None:
+    """Where the first redaction mark is in `text`, or None."""
+    match = _MARK_RE.search(text)
+    return match.span() if match else None

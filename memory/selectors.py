@@ -15,7 +15,7 @@ from memory.cursors import cursor_make, cursor_offset
 from memory.excerpts import excerpt
 from memory.models import Fact, Publication, State
 from memory.refs import is_ref
-from memory.retrieval import hybrid_rank, prefetch_query_vector, project_vectors
+from memory.retrieval import hybrid_rank, prefetch_query_vector, project_vectors, with_ids
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 from workspaces.scope import AgentScope
@@ -91,7 +91,7 @@ def search_for_agent(
         more = len(ranked) > page_size and offset + page_size < MAX_SEARCH_OFFSET
         ids = [hit.fact_id for hit in ranked[:page_size]]
         why = {hit.fact_id: hit.why for hit in ranked[:page_size]}
-        by_id = {f.pk: f for f in agent_facts(scope, project).filter(id__in=ids).order_by()}
+        by_id = {f.pk: f for f in with_ids(agent_facts(scope, project), ids)}
         facts = [by_id[i] for i in ids if i in by_id]
         marked = " ".join(search.keywords(query))
         excerpts = {f.pk: excerpt(f.text, marked) for f in facts}

@@ -9,6 +9,7 @@ a whole batch cheaply.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -16,12 +17,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory.detectors import Signal, assess, find_attack, normalise
+from memory.detectors import Signal, assess, attack_span, excerpt, find_attack, normalise, secret_spans
 from memory.detectors.signal import KIND_SECRET
 from memory.evidence import FORGED, ref_hazard
 from memory.exceptions import ProtectedTarget
 from memory.models import Kind, Proposal
-from memory.redaction import redacted_label
+from memory.redaction import redacted_label, redacted_span
 from memory.refs import is_ref, refs_cited
 from memory.rules import AGENT_KINDS, MAX_CITATIONS, MAX_TEXT, RETRACTABLE_KINDS, UPDATABLE_KINDS
 from workspaces.exceptions import InvalidRequest
@@ -46,12 +47,14 @@ _LEADING_WORD_RE = re.compile(r"[a-z]+")
 _SCHEME_RE = re.compile(r"^[a-z][a-z0-9+.-]{0,30}:/{0,2}")
 
 
+@functools.lru_cache(maxsize=1024)
 def names_protected_kind(value: str) -> bool:
     """Whether a target, ref or kind names a goal, policy, permission or identity, however spelled.
 
     The value is normalised as the injection detector reads text (NFKC, invisible characters
     removed, casefolded, look-alike letters and letter-spacing undone) and a leading `scheme:`
-    (e.g. `unforgetter:`) is ignored; then its first word decides.
+    (e.g. `unforgetter:`) is ignored; then its first word decides. Remembered: the consolidator
+    asks it of every proposal's kind, and there are few kinds.
     """
     # normalise() also joins letter-spaced words ("p o l i c y") and undoes leetspeak ("p0licy").
     folded = normalise(value).strip()
@@ -190,7 +193,42 @@ class Findings:
     and the risk signals that hold it for review, each as stored on the proposal."""
 
     attack: tuple[str, Signal] | None
-    risks: list[dict[str, str]]
+    risks: list[dict[str, str | int]]
+    # The attack's span in the field named by `where` (character offsets), and what is shown of it.
+    span: tuple[int, int] = (0, 0)
+    excerpt: str = ""
+
+    def attack_dict(self) -> dict[str, str | int]:
+        """The attack as stored on the rejected proposal, with its span; {} if there is none."""
+        if self.attack is None:
+            return {}
+        where, signal = self.attack
+        start, end = self.span
+        return {
+            "label": signal.label,
+            "detail": signal.detail,
+            "where": where,
+            "kind": signal.kind,
+            "excerpt": self.excerpt,
+            "start": start,
+            "end": end,
+        }
+
+
+def _located(where: str, signal: Signal, value: str, risks: list[dict[str, str | int]]) -> Findings:
+    """The findings for an attack in `value`, with where it is. A secret's span is its redaction
+    mark (or, if it was not redacted, only its kind is shown): never the value itself."""
+    if signal.kind == KIND_SECRET:
+        mark = redacted_span(value)
+        if mark is not None:
+            return Findings((where, signal), risks, mark, value[mark[0] : mark[1]])
+        first = next(secret_spans(value), None)
+        if first is not None:
+            start, end, found = first
+            return Findings((where, signal), risks, (start, end), f"[{found.label}]")
+        return Findings((where, signal), risks)
+    start, end = attack_span(value, lambda part: find_attack(part) is not None)
+    return Findings((where, signal), risks, (start, end), excerpt(value, start, end))
 
 
 def _redacted_secret(text: str) -> Signal | None:
@@ -199,6 +237,13 @@ def _redacted_secret(text: str) -> Signal | None:
     if label is None:
         return None
     return Signal(KIND_SECRET, label, "Contained a secret, redacted before it was stored; rotate it.")
+
+
+@functools.lru_cache(maxsize=4096)
+def _evidence_attack(value: str) -> Signal | None:
+    """`find_attack`, remembered: agents cite the same few refs ("notes/team-sync.md", a ticket)
+    in proposal after proposal, and a batch should not scan each of them a thousand times."""
+    return find_attack(value) or _redacted_secret(value)
 
 
 def proposal_findings(*, text: str, evidence: Iterable[Mapping[str, Any]]) -> Findings:
@@ -212,12 +257,12 @@ def proposal_findings(*, text: str, evidence: Iterable[Mapping[str, Any]]) -> Fi
     risks = [risk.as_dict("change.text") for risk in assessment.risks]
     attack = assessment.attack or _redacted_secret(text)
     if attack is not None:
-        return Findings(("change.text", attack), risks)
+        return _located("change.text", attack, text, risks)
     for index, item in enumerate(evidence):
         for field in ("ref", "text"):
             value = item.get(field)
             if value:
-                found = find_attack(str(value)) or _redacted_secret(str(value))
+                found = _evidence_attack(str(value))
                 if found is not None:
-                    return Findings((f"evidence[{index}].{field}", found), risks)
+                    return _located(f"evidence[{index}].{field}", found, str(value), risks)
     return Findings(None, risks)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -15,6 +17,7 @@ from console.forms import (
     RejectForm,
     ReviewFilterForm,
 )
+from console.templatetags.inert import marked_html
 from memory.models import Proposal
 from memory.services import (
     Decisions,
@@ -111,7 +114,7 @@ def proposal_detail(request: HttpRequest, console: Console, seq: int) -> HttpRes
             "validating": proposal.status == Proposal.Status.QUARANTINED,
             "moved_on": moved_on,
             "successor": selectors.target_successor(target) if moved_on and target else None,
-            "evidence": proposal.evidence if isinstance(proposal.evidence, list) else [],
+            "evidence": _evidence_marked(proposal),
             "related": selectors.proposals_related(proposal),
             "previous": selectors.proposal_previous(proposal),
             "produced": list(proposal.facts.select_related("project").order_by("id")),
@@ -119,6 +122,23 @@ def proposal_detail(request: HttpRequest, console: Console, seq: int) -> HttpRes
             "reject_form": RejectForm(),
         },
     )
+
+
+def _evidence_marked(proposal: Proposal) -> list[dict[str, Any]]:
+    """The proposal's evidence items, each with its ref and text as escaped HTML in which the spans
+    the detectors matched there (signals recorded for `evidence[i].ref` / `.text`) are marked."""
+    items = proposal.evidence if isinstance(proposal.evidence, list) else []
+    return [
+        {
+            **item,
+            **{
+                f"{field}_html": marked_html(item.get(field), proposal.signals, f"evidence[{index}].{field}")
+                for field in ("ref", "text")
+            },
+        }
+        for index, item in enumerate(items)
+        if isinstance(item, dict)
+    ]
 
 
 @console_view(methods=("POST",))

@@ -26,7 +26,7 @@ from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, 
 from memory.lexical_index import Hit
 from memory.models import Fact, Kind, State
 from memory.query_limits import QueryTooCostly
-from memory.retrieval import Ranked, hybrid_rank, project_vectors
+from memory.retrieval import Ranked, hybrid_rank, project_vectors, with_ids
 from memory.selectors import agent_facts
 from workspaces.models import Project
 from workspaces.scope import AgentScope
@@ -234,7 +234,7 @@ def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recen
     method_ids = [hit.fact_id for hit in method_hits]
     missing = [i for i in dict.fromkeys([*relevance, *method_ids]) if i not in rows]
     if missing:
-        chosen = agent_facts(scope, project).filter(id__in=missing).order_by().only(*_ITEM_FIELDS)
+        chosen = with_ids(agent_facts(scope, project), missing).only(*_ITEM_FIELDS)
         rows.update((f.pk, f) for f in chosen)
 
     def score(fact: Fact) -> float:

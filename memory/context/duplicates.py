@@ -9,12 +9,15 @@ better ranked) is kept.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from memory.lexical_index import split_words
 from memory.stopwords import STOP_WORDS
 
 DUPLICATE_COSINE = 0.95
+_DIGIT_RE = re.compile(r"\d")
 
 
 def words_key(text: str) -> str:
@@ -24,6 +27,8 @@ def words_key(text: str) -> str:
 
 def _numbers(text: str) -> frozenset[str]:
     """The words holding a digit (or anything else but letters)."""
+    if _DIGIT_RE.search(text) is None and text.isascii():
+        return frozenset()
     return frozenset(w for w in split_words(text) if not w.isalpha())
 
 

@@ -18,12 +18,15 @@ from memory.detectors.quoting import quoted_example
 from memory.detectors.risk import Risk, find_risks, find_token_risks
 from memory.detectors.secrets import find_secret, secret_spans
 from memory.detectors.signal import Signal
+from memory.detectors.spans import attack_span, excerpt
 
 __all__ = [
     "Assessment",
     "Risk",
     "Signal",
     "assess",
+    "attack_span",
+    "excerpt",
     "find_attack",
     "find_injection",
     "find_secret",
@@ -47,7 +50,7 @@ def scan(text: str) -> Signal | None:
 
 
 def _injection(text: str, view: View) -> Signal | None:
-    return find_injection(text) or find_obfuscated(text, view, find_injection)
+    return find_injection(text, view) or find_obfuscated(text, view, find_injection)
 
 
 def find_attack(text: str) -> Signal | None:
@@ -67,11 +70,11 @@ def assess(text: str) -> Assessment:
     attack = _injection(text, view)
     risks = find_risks(text, view)
     if attack is not None and attack.label != "hidden_unicode":
-        excerpt = quoted_example(text, view, lambda t: _injection(t, prepare(t)) is not None)
-        if excerpt is not None:
-            risks.insert(
-                0, Risk("quoted_attack", f"Quotes an attack as an example: {attack.detail}", excerpt)
-            )
+        quoted = quoted_example(text, view, lambda t: _injection(t, prepare(t)) is not None)
+        if quoted is not None:
+            detail = f"Quotes an attack as an example: {attack.detail}"
+            start, end = quoted.span()
+            risks.insert(0, Risk("quoted_attack", detail, excerpt(text, start, end), start, end))
             attack = None
     attack = attack or find_secret(text)
     risks.extend(find_token_risks(text))

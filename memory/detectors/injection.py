@@ -11,17 +11,17 @@ from memory.detectors.exfiltration import find_exfiltration
 from memory.detectors.hidden_unicode import find_hidden_unicode
 from memory.detectors.injection_markup import find_role_markup, find_tool_call
 from memory.detectors.injection_override import find_jailbreak, find_override
-from memory.detectors.normalisation import prepare
+from memory.detectors.normalisation import View, prepare
 from memory.detectors.signal import KIND_INJECTION, Signal
 
 
-def find_injection(text: str) -> Signal | None:
+def find_injection(text: str, view: View | None = None) -> Signal | None:
     """Return the first prompt-injection signal in ``text``, or ``None``.
 
     Families are checked in this order: fake tool calls, role markup, instruction overrides,
-    jailbreaks, exfiltration, hidden Unicode.
+    jailbreaks, exfiltration, hidden Unicode. ``view`` is ``prepare(text)`` if the caller has it.
     """
-    view = prepare(text)
+    view = view or prepare(text)
     if find_tool_call(view):
         return Signal(
             KIND_INJECTION, "tool_call_syntax", "Contains fake tool-call syntax aimed at the agent."

@@ -30,8 +30,9 @@ _FRAMING: Final = word_set(
 )
 
 
-def quoted_example(text: str, view: View, is_attack: Callable[[str], bool]) -> str | None:
-    """The first quoted span if ``text`` only attacks inside quotes and frames them as examples."""
+def quoted_example(text: str, view: View, is_attack: Callable[[str], bool]) -> re.Match[str] | None:
+    """The quoted span that attacks (else the first quoted span) if ``text`` only attacks inside
+    quotes and frames them as examples."""
     if _FRAMING.isdisjoint(view.words):
         return None
     spans = list(_QUOTED_RE.finditer(text))
@@ -40,5 +41,4 @@ def quoted_example(text: str, view: View, is_attack: Callable[[str], bool]) -> s
     outside = _QUOTED_RE.sub(" ", text)
     if is_attack(outside):
         return None
-    quoted = next((m.group() for m in spans if is_attack(m.group())), spans[0].group())
-    return quoted if len(quoted) <= 120 else quoted[:119] + "…"
+    return next((m for m in spans if is_attack(m.group())), spans[0])

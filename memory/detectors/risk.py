@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from memory.detectors.normalisation import View, prepare, word_set
-
-EXCERPT_MAX: Final = 120
+from memory.detectors.spans import excerpt, source_span
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +29,19 @@ class Risk:
     label: str
     detail: str
     excerpt: str
+    # Where it matched: character offsets in the text as stored (``spans.source_span``).
+    start: int = 0
+    end: int = 0
 
-    def as_dict(self, where: str) -> dict[str, str]:
-        return {"label": self.label, "detail": self.detail, "where": where, "excerpt": self.excerpt}
+    def as_dict(self, where: str) -> dict[str, str | int]:
+        return {
+            "label": self.label,
+            "detail": self.detail,
+            "where": where,
+            "excerpt": self.excerpt,
+            "start": self.start,
+            "end": self.end,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,8 +389,15 @@ _MORE_RULES: Final[tuple[_Rule, ...]] = (
         "jailbreak",
         "Lifts the reader's restrictions or safety rules.",
         re.compile(
+            # Lifted limits only count when they are the reader's: "you have no restrictions", "answer
+            # without any filters"; "our CI has no restrictions on parallel jobs" is a fact about CI.
+            r"\b(?:you|your|yourself|assistant|ai|model|agent|du|tu|usted|sie|answer|respond|reply|act|operate"
+            r"|behave|write|speak|mode|now)\b[^\n.]{0,30}?"
             r"\b(?:no|without|sin|sans|senza|ohne|keine?)\s+(?:any\s+)?(?:restrictions?|limits?|limitations"
             r"|filters?|filtro|rules|regeln|restricciones|restrizioni|limites|einschränkungen|censorship)\b"
+            r"|\b(?:no|without|sin|sans|senza|ohne|keine?)\s+(?:any\s+)?(?:restrictions?|limitations|filters?"
+            r"|filtro|rules|regeln|restricciones|restrizioni|limites|einschränkungen|censorship)\s*[,:;]\s*"
+            r"(?:you|answer|respond|reply|tell|do|say|antworte|réponds|reponds|responde|rispondi|du|tu)\b"
             r"|\b(?:unrestricted|uneingeschränkt\w*|unfiltered|uncensored|jailbr(?:oken|eak)|developer\s+mode"
             r"|modo\s+desarrollador|modalità\s+sviluppatore|mode\s+développeur|entwicklermodus|god\s+mode)\b"
             r"|\b(?:safety|security|content)\s+(?:protocols?|polic(?:y|ies)|guidelines|rules|filters?|stuff|checks)"
@@ -421,6 +437,62 @@ _MORE_RULES: Final[tuple[_Rule, ...]] = (
         words=word_set("decode translate decipher convert unscramble reverse read"),
     ),
     _Rule(
+        "response_directive",
+        "Dictates what the reader must reply, output or produce (a canary, a code word, exact text).",
+        re.compile(
+            # An imperative at the start of a sentence, line or list item, about the reader's answer.
+            r"(?:^|[.!?:;]\s|\n)[\s#*>-]{0,6}(?:please\s+)?(?:(?:reply|respond|answer)\s+(?:only\s+|exactly\s+"
+            r"|just\s+|simply\s+)?(?:with|by|exactly|only|verbatim|in\s+all\s+caps)\b"
+            r"|(?:output|print|say|produce|emit)\s+(?:only\b|exactly\b|verbatim\b|just\s+the\s+word"
+            r"|the\s+(?:expected|exact|following)\s+(?:output|reply|response|answer|string|text|word|phrase|code))"
+            r"|(?:confirm|acknowledge)\s+(?:receipt|this|that\s+you)\b[^\n.]{0,40}?\bby\s+(?:outputting|printing"
+            r"|replying|responding|saying|writing|including|answering))"
+            r"|\b(?:reply|respond|answer|output|outputting|print|say)\b[^\n]{0,80}?\band\s+nothing\s+else\b"
+            r"|\b(?:reply|respond|answer|output)\s+only\s+with\b"
+            r"|\b(?:antworte|antworten\s+sie)\s+nur\s+mit\b|\br[ée]ponds?\s+(?:uniquement|seulement)\s+(?:par|avec)\b"
+            r"|\bresponde\s+(?:solo|solamente|[úu]nicamente)\s+con\b|\brispondi\s+solo\s+con\b"
+        ),
+        words=word_set(
+            """reply respond answer output print say produce emit confirm acknowledge nothing
+            antworte antworten réponds reponds responde rispondi"""
+        ),
+    ),
+    _Rule(
+        "persona",
+        "Assigns the reader a persona or a script to act out (role play, a story it must continue).",
+        re.compile(
+            rf"\b(?:the\s+)?{_AGENTS}\s+(?:in\s+(?:the|this|our)\s+(?:story|scenario|game|role[\s-]?play|script"
+            r"|scene|simulation)\s+)?(?:is\s+(?:now\s+)?(?:named|called)|will\s+be\s+(?:named|called)|plays\s+(?:the\s+)?role"
+            r"|is\s+playing|acts\s+as|pretends\s+to)\b"
+            r"|\b(?:respond|reply|answer|speak|act|write|behave)\s+(?:exactly\s+|only\s+|strictly\s+)?as\s+"
+            r"(?:[\w-]{1,30}\s+){1,3}would\b"
+            r"|\bcontinue\s+the\s+(?:story|role[\s-]?play|scene|conversation|script|dialogue)\s+(?:by|as)\s+"
+            r"(?:responding|replying|answering|writing|saying|speaking|playing|acting|[\w-]{1,30}\b)"
+            r"|\b(?:stay|remain)\s+in\s+character\b|\b(?:pretend|imagine)\s+(?:that\s+)?you\s+are\b"
+            r"|\byou\s+are\s+now\s+(?:named|called|playing|in\s+character)\b"
+        ),
+        words=_AGENT_WORDS
+        | word_set("respond reply answer speak act write behave continue stay remain pretend imagine you"),
+    ),
+    _Rule(
+        "authority_claim",
+        "Speaks in the name of the developers, maintainers, vendor or another authority.",
+        re.compile(
+            r"(?:^|\n)[\s#*>\[(-]{0,6}(?:(?:a\s+)?(?:note|message|notice|memo|word|instructions?|update|request)\s+"
+            r"from\s+(?:the\s+|your\s+)?(?:developers?|dev\s+team|maintainers?|admins?|administrators?|operators?"
+            r"|vendor|owners?|author|creators?|security\s+team|it\s+department|it\s+team|support\s+team"
+            r"|anthropic|openai|google|microsoft|platform\s+team)\s*[:\]!)—-]"
+            r"|(?:developer|admin|administrator|operator|maintainer|vendor|security)\s+(?:note|notice|message)\s*[:\]])"
+            r"|\b(?:this\s+is\s+an?\s+)?(?:authori[sz]ed|official|sanctioned|approved|legitimate)\s+(?:diagnostic"
+            r"|security\s+test|test\s+request|penetration\s+test|drill|audit\s+request|override)\b"
+        ),
+        words=word_set(
+            """note notes message notice memo word instruction instructions update request developer admin
+            administrator operator maintainer vendor security authorized authorised official sanctioned
+            approved legitimate"""
+        ),
+    ),
+    _Rule(
         "command_or_code",
         "Contains SQL that destroys data.",
         re.compile(r"\bdrop\s+(?:table|database|schema)\b|;\s*--"),
@@ -443,16 +515,14 @@ def find_risks(text: str, view: View | None = None) -> list[Risk]:
         match = rule.search(view)
         if match is not None:
             labels.add(rule.label)
-            found.append(Risk(rule.label, rule.detail, _excerpt(view.text, match.start(), match.end())))
+            # Leading separators the rule needs as an anchor ("\n", ". ") are not part of the span.
+            skipped = len(match.group()) - len(match.group().lstrip(_ANCHORS))
+            start, end = source_span(text, view, match.start() + skipped, max(match.end(), match.start() + 1))
+            found.append(Risk(rule.label, rule.detail, excerpt(text, start, end), start, end))
     return found
 
 
-def _excerpt(text: str, start: int, end: int) -> str:
-    """The matched span with a little context, at most EXCERPT_MAX characters, on one line."""
-    begin = max(0, start - 20)
-    stop = min(len(text), max(end, start + 1) + 20, begin + EXCERPT_MAX)
-    snippet = " ".join(text[begin:stop].split())
-    return ("…" if begin else "") + snippet + ("…" if stop < len(text) else "")
+_ANCHORS: Final = " \t\n.!?:;#*>-[("
 
 
 _TOKEN_RE: Final = re.compile(r"(?<![\w/+.=-])[A-Za-z0-9_+/=-]{24,1024}(?![\w/+=-])")
@@ -480,6 +550,8 @@ def find_token_risks(text: str) -> list[Risk]:
                 "credential_like",
                 "Contains a long random-looking string that may be a credential.",
                 f"{value[:4]}… ({len(value)} characters)",
+                match.start(),
+                match.end(),
             )
     encoded = next(
         (
@@ -494,5 +566,7 @@ def find_token_risks(text: str) -> list[Risk]:
             "encoded_blob",
             "Contains an encoded blob (base64, hex or percent escapes) a reader cannot check by eye.",
             f"{encoded.group()[:12]}… ({len(encoded.group())} characters)",
+            encoded.start(),
+            encoded.end(),
         )
     return list(found.values())

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 from django.db.models import Max
 
+from memory.codes import CLASSES, KINDS, code, lookup
 from memory.heap import release_freed_memory
-from memory.models import Embedding, Kind
-from workspaces.models import DataClass
+from memory.models import Embedding
 
 # Below this many rows every vector is scored exactly; above it, the sign bits pick a shortlist.
 EXACT_ROWS = 20_000
@@ -36,21 +36,6 @@ LOAD_ROWS = 8_192
 # Processes keep the vectors of the projects used last, up to this many in all (about 86 MB).
 MAX_CACHED_VECTORS = 200_000
 MIN_SHORTLIST = 256
-_KINDS = {value: code for code, value in enumerate(Kind.values)}
-_CLASSES = {value: code for code, value in enumerate(DataClass.values)}
-
-
-def _allowed(table: dict[str, int], values: Collection[str] | None) -> np.ndarray:
-    allowed = np.zeros(len(table) + 1, dtype=bool)  # the last code: a value no longer known
-    if values is None:
-        allowed[:] = True
-    else:
-        allowed[[table[v] for v in values if v in table]] = True
-    return allowed
-
-
-def _code(table: dict[str, int], value: str) -> int:
-    return table.get(value, len(table))
 
 
 def quantised(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -91,7 +76,7 @@ class VectorIndex:
         if not len(self.ids) or limit <= 0:
             return []
         q = query.astype(np.float32)
-        allowed = _allowed(_CLASSES, classes)[self.classes] & _allowed(_KINDS, kinds)[self.kinds]
+        allowed = lookup(CLASSES, classes)[self.classes] & lookup(KINDS, kinds)[self.kinds]
         candidates = np.flatnonzero(allowed)
         if not len(candidates):
             return []
@@ -139,8 +124,8 @@ def _block(rows: list[tuple[int, int, str, str, bytes | memoryview]]) -> VectorI
         codes=codes,
         scales=scales,
         signs=sign_bits(vectors),
-        kinds=np.fromiter((_code(_KINDS, r[2]) for r in rows), dtype=np.uint8, count=len(rows)),
-        classes=np.fromiter((_code(_CLASSES, r[3]) for r in rows), dtype=np.uint8, count=len(rows)),
+        kinds=np.fromiter((code(KINDS, r[2]) for r in rows), dtype=np.uint8, count=len(rows)),
+        classes=np.fromiter((code(CLASSES, r[3]) for r in rows), dtype=np.uint8, count=len(rows)),
     )
 
 

@@ -32,6 +32,7 @@ from memory.dispatch import consolidation_enqueue
 from memory.evidence import ref_hazard
 from memory.exceptions import DuplicateRequest
 from memory.models import Fact, Kind, Proposal, Taint
+from memory.prepared import Prepared
 from memory.redaction import redact
 from memory.rules import (
     MAX_EVIDENCE_ITEMS,
@@ -293,11 +294,7 @@ class _Reads:
         for start in range(0, len(request_ids), _CHUNK):
             chunk = request_ids[start : start + _CHUNK]
             self._replays.update(dict.fromkeys(chunk))
-            self._replays.update(
-                Proposal.objects.filter(
-                    workspace_id=scope.workspace_id, actor=scope.actor, request_id__in=chunk
-                ).values_list("request_id", "pk")
-            )
+            self._replays.update(_replays_stored.rows(scope.workspace_id, scope.actor, chunk))
 
 
 def _propose_check(scope: AgentScope) -> None:
@@ -379,6 +376,21 @@ def _prepare(reads: _Reads, change: ProposedChange) -> Submitted:
     return Submitted(proposal=proposal)
 
 
+# The two reads every proposal makes, compiled once per process (memory.prepared).
+_replays_stored = Prepared(
+    lambda workspace_id, actor, request_ids: Proposal.objects.filter(
+        workspace_id=workspace_id, actor=actor, request_id__in=request_ids
+    ).values_list("request_id", "pk")
+)
+_ledger_head = Prepared(
+    lambda workspace_id: (
+        Proposal.objects.filter(workspace_id=workspace_id)
+        .order_by("-seq")
+        .values_list("seq", "attestation")[:1]
+    )
+)
+
+
 def _store(workspace_id: int, proposals: Sequence[Proposal]) -> None:
     """Insert prepared proposals in order, each attested after the one before it."""
     with transaction.atomic():
@@ -387,13 +399,8 @@ def _store(workspace_id: int, proposals: Sequence[Proposal]) -> None:
         # (SQLite has no row locks: its IMMEDIATE transactions already take the one write lock.)
         if db_connection.features.has_select_for_update:
             Workspace.objects.select_for_update().filter(pk=workspace_id).values_list("pk", flat=True).get()
-        last = (
-            Proposal.objects.filter(workspace_id=workspace_id)
-            .order_by("-seq")
-            .values_list("seq", "attestation")
-            .first()
-        )
-        seq, previous = last if last else (0, "")
+        last = _ledger_head.rows(workspace_id)
+        seq, previous = last[0] if last else (0, "")
         for proposal in proposals:
             seq += 1
             proposal.seq = seq

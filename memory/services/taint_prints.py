@@ -8,12 +8,22 @@ they are attested: each takes the worst taint among the workspace's tainted item
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+
+from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet
 
 from memory.fingerprints import bands, copies, shingles
 from memory.models import Fact, Proposal, Taint, TaintPrint
+from memory.prepared import Prepared
 
 _MAX_CANDIDATES = 20
+# Every proposal reads this; compiled once per process and number of bands (memory.prepared).
+_prints_sharing = Prepared(
+    lambda workspace_id, wanted: TaintPrint.objects.filter(
+        workspace_id=workspace_id, band__in=wanted
+    ).values_list("fact_id", "band")
+)
 
 
 def prints_record(items: Iterable[Fact]) -> None:
@@ -36,9 +46,7 @@ def copies_taint(workspace_id: int, proposals: Sequence[Proposal]) -> None:
     if not wanted:
         return
     hits: dict[int, set[int]] = {}
-    for fact_id, band in TaintPrint.objects.filter(workspace_id=workspace_id, band__in=wanted).values_list(
-        "fact_id", "band"
-    ):
+    for fact_id, band in _prints_sharing.rows(workspace_id, sorted(wanted)):
         hits.setdefault(band, set()).add(fact_id)
     if not hits:
         return
@@ -55,3 +63,44 @@ def copies_taint(workspace_id: int, proposals: Sequence[Proposal]) -> None:
             if taint > proposal.taint and copies(text_grams, item_grams):
                 proposal.taint = taint
                 proposal.status = Proposal.Status.QUARANTINED
+
+
+def _unprinted(workspace_id: int | None) -> QuerySet[Fact]:
+    """Tainted items (in any state: a retracted item's text is still tainted) with no prints."""
+    items = Fact.objects.filter(taint__gt=Taint.CLEAN).filter(
+        ~Exists(TaintPrint.objects.filter(fact_id=OuterRef("pk")))
+    )
+    return items.filter(workspace_id=workspace_id) if workspace_id is not None else items
+
+
+def prints_missing(workspace_id: int | None = None) -> int:
+    """How many tainted items have no prints (made before prints existed, or imported)."""
+    return _unprinted(workspace_id).count()
+
+
+def prints_backfill(
+    *, workspace_id: int | None = None, batch_size: int = 500, progress: Callable[[int], None] | None = None
+) -> int:
+    """Record the prints of every tainted item that has none; return how many items got them.
+
+    Idempotent (an item with prints is skipped, so a second run does nothing) and safe beside the
+    consolidator, which records an item's prints in the transaction that creates it. Memory stays
+    bounded: items are read `batch_size` at a time in pk order, only their id, workspace and text,
+    and each batch commits on its own, so a stopped run keeps what it did.
+    """
+    done, after = 0, 0
+    while True:
+        with transaction.atomic():
+            batch = list(
+                _unprinted(workspace_id)
+                .filter(pk__gt=after)
+                .order_by("pk")
+                .only("pk", "workspace_id", "text", "taint")[:batch_size]
+            )
+            if not batch:
+                return done
+            prints_record(batch)
+        done += len(batch)
+        after = batch[-1].pk
+        if progress is not None:
+            progress(done)

@@ -49,7 +49,7 @@ def test_a_trusted_agents_risky_proposal_is_held_with_its_signals_and_the_owner_
     assert "because it has 3 risk signals" in page
     assert 'id="signals"' in page
     assert "addressed_to_agents" in page
-    assert "every ai assistant" in page
+    assert "every AI assistant" in page  # the stored text's own characters, not the folded ones
     assert 'id="approve"' in page
     queue = owner.get(reverse("console:queue", args=["acme"])).content.decode()
     assert "held for addressed_to_agents, future_behaviour, reading_change" in queue

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memory.imports import import_statistics_refresh, memory_import
+from memory.imports import memory_import
 from memory.readers import FORMATS, detect_format
 from workspaces.management.base import project_or_fail, service_call, workspace_or_fail
 from workspaces.management.progress import ProgressBar
@@ -58,10 +58,11 @@ class Command(BaseCommand):
             )
         finally:
             bar.close()
-        import_statistics_refresh()
         elapsed = time.monotonic() - started
         self.stdout.write(
             f"Imported {report.imported} items into {workspace.slug}/{project.slug} "
-            f"(unchanged {report.unchanged}, updated {report.updated}; {fmt}) "
+            f"(unchanged {report.unchanged}, updated {report.updated}"
+            + (f", {report.redacted} with secrets redacted" if report.redacted else "")
+            + f"; {fmt}) "
             f"in {elapsed:.2f}s ({report.total / max(elapsed, 1e-6):,.0f} items/s)."
         )
