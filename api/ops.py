@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET
 from memory.health import readiness
 from memory.metrics import metrics_text
 from workspaces.net import is_loopback_host
+from workspaces.outages import RETRY_AFTER_SECONDS
 
 
 @never_cache
@@ -32,7 +33,10 @@ def readyz(request: HttpRequest) -> JsonResponse:
     checks = readiness()
     ready = all(check.ok for check in checks)
     body = {"status": "ready" if ready else "unavailable", **{c.name: c.detail for c in checks}}
-    return JsonResponse(body, status=200 if ready else 503)
+    response = JsonResponse(body, status=200 if ready else 503)
+    if not ready:
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
 
 
 def _operator(request: HttpRequest) -> bool:

@@ -17,11 +17,11 @@ from workspaces.exceptions import (
     InvalidRequest,
     NotFound,
     RateLimited,
+    RetryLater,
     Unauthorized,
     UnforgetterError,
+    problem_body,
 )
-
-PROBLEM_TYPE = "https://unforgetter.com/docs/errors#{code}"
 
 # The schema of every problem body, for the OpenAPI document.
 PROBLEM_SCHEMA: dict[str, Any] = {
@@ -34,7 +34,7 @@ PROBLEM_SCHEMA: dict[str, Any] = {
         "detail": {"type": "string", "description": "Safe to show; never internals or other tenants."},
         "code": {"type": "string", "examples": ["unauthorized", "forbidden_scope", "unknown_project"]},
         "action": {"type": "string", "description": "What the caller should do next."},
-        "retry_after": {"type": "integer", "description": "rate_limited only: seconds to wait."},
+        "retry_after": {"type": "integer", "description": "rate_limited, unavailable: seconds to wait."},
     },
     "required": ["type", "title", "status", "detail", "code", "action"],
 }
@@ -55,19 +55,10 @@ def _translated(exc: drf.APIException) -> UnforgetterError:
 
 def problem_response(exc: UnforgetterError, *, status: int | None = None) -> Response:
     status = status or exc.http_status
-    body: dict[str, Any] = {
-        "type": PROBLEM_TYPE.format(code=exc.code),
-        "title": exc.code.replace("_", " "),
-        "status": status,
-        "detail": exc.message,
-        "code": exc.code,
-        "action": exc.action,
-    }
-    headers = {}
-    if isinstance(exc, RateLimited):
-        body["retry_after"] = exc.retry_after
-        headers["Retry-After"] = str(exc.retry_after)
-    return Response(body, status=status, content_type="application/problem+json", headers=headers)
+    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RetryLater) else {}
+    return Response(
+        problem_body(exc, status), status=status, content_type="application/problem+json", headers=headers
+    )
 
 
 def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

@@ -4,15 +4,20 @@ Seeds two workspaces (a victim and an attacker, `--items` each, the read benchma
 text) on a throwaway SQLite database (or `DATABASE_URL`), then for each server configuration
 (per-credential limits and query budgets off, as before the hardening; then the defaults):
 
-1. baseline: the victim alone sends `--calls` uncached get_context calls, one after another;
+1. baseline: the victim alone sends `--calls` uncached get_context calls, one after another, as
+   an agent does (one call at a time, at most one every `--interval` seconds: agents think
+   between calls, and a script calling flat out is what the per-credential limits slow down);
 2. attack: 16 threads of ONE attacker credential send uncached get_context tasks full of the
    corpus's most common words as fast as they can (ignoring retry_after), while the victim sends
    the same number of calls again.
 
 Prints one table: the victim's p50/p95 in each phase and the attacker's calls served/refused.
+`--set NAME=VALUE` changes a setting of the defaults row (to try a limit), `--skip-before` skips
+the limits-off row.
 The target is the victim's p95 under attack within 2x of its baseline. Every loop is bounded.
 
-    .venv/bin/python bench/noisy_neighbour.py [--items 20000] [--calls 150] [--threads 16]
+    .venv/bin/python bench/noisy_neighbour.py [--items 20000] [--calls 150] [--threads 16] [--interval 0.25]
+        [--port N] [--set NAME=VALUE] [--skip-before]
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ LIMITS_OFF = {
     "CREDENTIAL_CALLS_PER_SECOND": "0",
     "CREDENTIAL_CONCURRENCY": "0",
     "CREDENTIAL_IN_FLIGHT": "0",
+    "CREDENTIAL_SERVER_MS_PER_SECOND": "0",
     "SEARCH_STATEMENT_TIMEOUT_MS": "0",
 }
 # The shipped defaults: unset, so settings.py decides.
@@ -88,8 +94,8 @@ def seed(database_url: str, items: int, data_dir: Path) -> tuple[str, str, list[
     return tokens[0], tokens[1], common
 
 
-def serve(database_url: str, limits: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
+def serve(database_url: str, limits: dict[str, str], port: int) -> tuple[subprocess.Popen[bytes], str]:
+    port = port or free_port()
     public = f"http://127.0.0.1:{port}"
     env = child_env(database_url, public)
     for name in LIMITS_OFF:
@@ -118,7 +124,8 @@ def serve(database_url: str, limits: dict[str, str]) -> tuple[subprocess.Popen[b
 failed = [0]
 
 
-def victim_calls(url: str, token: str, calls: int, salt: str, maker: TextMaker) -> Latency:
+def victim_calls(url: str, token: str, calls: int, salt: str, maker: TextMaker, interval: float) -> Latency:
+    """The victim: an agent making one call at a time, at most one every `interval` seconds."""
     client = McpHttp(url, token)
     latency = Latency()
     try:
@@ -129,7 +136,9 @@ def victim_calls(url: str, token: str, calls: int, salt: str, maker: TextMaker) 
                 client.call("get_context", {"project_id": "main", "task": task})
             except (httpx.HTTPError, RuntimeError):
                 failed[0] += 1  # counted at the time it took to fail (a timeout: 30 s)
-            latency.samples.append(time.perf_counter() - started)
+            took = time.perf_counter() - started
+            latency.samples.append(took)
+            time.sleep(max(interval - took, 0))
     finally:
         client.close()
     return latency
@@ -172,17 +181,17 @@ def attack(
 def measure(
     database_url: str, limits: dict[str, str], tokens: tuple[str, str], common: list[str], args: Any
 ) -> tuple[Latency, Phase]:
-    process, url = serve(database_url, limits)
+    process, url = serve(database_url, limits, args.port)
     maker = TextMaker(vocabulary(3000, random.Random(7)), random.Random(8))
     try:
-        victim_calls(url, tokens[0], 20, "warm-up", maker)
-        baseline = victim_calls(url, tokens[0], args.calls, "baseline", maker)
+        victim_calls(url, tokens[0], 20, "warm-up", maker, args.interval)
+        baseline = victim_calls(url, tokens[0], args.calls, "baseline", maker, args.interval)
         stop = threading.Event()
         phase = Phase(victim=Latency())
         threads = attack(url, tokens[1], common, args.threads, stop, phase)
         time.sleep(2)  # the attack is in full swing before the victim is measured
         try:
-            phase.victim = victim_calls(url, tokens[0], args.calls, "attack", maker)
+            phase.victim = victim_calls(url, tokens[0], args.calls, "attack", maker, args.interval)
         finally:
             stop.set()
             for thread in threads:
@@ -198,13 +207,23 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=20_000)
     parser.add_argument("--calls", type=int, default=150)
     parser.add_argument("--threads", type=int, default=16)
+    parser.add_argument(
+        "--interval", type=float, default=0.25, help="the victim's seconds between call starts (at least)"
+    )
+    parser.add_argument("--port", type=int, default=0, help="the server's port (default: any free one)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a setting of the defaults row"
+    )
+    parser.add_argument("--skip-before", action="store_true", help="measure the defaults row only")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="unforgetter-noisy-"))
     database_url = os.environ.get("DATABASE_URL") or f"sqlite:///{workdir / 'noisy.sqlite3'}"
     log(f"seeding {database_url}")
     victim, attacker, common = seed(database_url, args.items, workdir)
     rows = []
-    for name, limits in (("limits off (before)", LIMITS_OFF), ("defaults (after)", LIMITS_DEFAULT)):
+    defaults = {**LIMITS_DEFAULT, **dict(pair.split("=", 1) for pair in args.set)}
+    configurations = [("limits off (before)", LIMITS_OFF), ("defaults (after)", defaults)]
+    for name, limits in configurations[1:] if args.skip_before else configurations:
         log(f"measuring: {name}")
         baseline, phase = measure(database_url, limits, (victim, attacker), common, args)
         rows.append((name, baseline, phase))

@@ -210,6 +210,7 @@ def child_env(database_url: str, public_url: str = "http://127.0.0.1:8000") -> d
             "CREDENTIAL_CALLS_PER_SECOND": "0",
             "CREDENTIAL_CONCURRENCY": "0",
             "CREDENTIAL_IN_FLIGHT": "0",
+            "CREDENTIAL_SERVER_MS_PER_SECOND": "0",
         }
     )
     env.pop("UNFORGETTER_TESTING", None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -11,7 +12,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcpbridge.auth import SCOPE_PROPOSE, SCOPE_READ
 from mcpbridge.server import build_server
+from workspaces.exceptions import Unavailable
 from workspaces.net import loopback_netlocs
+from workspaces.outages import OUTAGE_ERRORS, unavailable
 
 
 def transport_security() -> TransportSecuritySettings:
@@ -69,6 +72,43 @@ def _with_scope(headers: Any, status: int) -> list[tuple[bytes, bytes]]:
     return result
 
 
+class AnswerOutages:
+    """A database outage met before a tool runs (verifying the credential) answers HTTP 503.
+
+    Inside a tool an outage is an `unavailable` tool error (mcpbridge.server); here, in the SDK's
+    authentication, it would be Starlette's bare 500. The body is the tools' error object.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def tracked_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked_send)
+        except OUTAGE_ERRORS as exc:
+            if started or scope["type"] != "http":
+                raise
+            await _send_unavailable(send, unavailable("mcp authentication", exc))
+
+
+async def _send_unavailable(send: Send, error: Unavailable) -> None:
+    body = json.dumps({"error": error.as_dict()}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"retry-after", str(error.retry_after).encode()),
+    ]
+    await send({"type": "http.response.start", "status": error.http_status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
 def build_mcp_app() -> ASGIApp:
     app = build_server().streamable_http_app(
         streamable_http_path="/mcp",
@@ -76,4 +116,7 @@ def build_mcp_app() -> ASGIApp:
         json_response=True,
         transport_security=transport_security(),
     )
+    # Outermost of the app's own middleware, inside Starlette's error middleware, so the 503 is
+    # sent instead of its 500.
+    app.add_middleware(AnswerOutages)
     return ChallengeScope(app)

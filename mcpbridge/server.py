@@ -43,6 +43,7 @@ from memory.selectors import projects_for_agent, search_for_agent
 from memory.services import proposal_submit
 from workspaces.exceptions import InvalidRequest, UnforgetterError
 from workspaces.limits import credential_rate_check, credential_slot_async
+from workspaces.outages import OUTAGE_ERRORS, unavailable
 from workspaces.scope import AgentScope
 from workspaces.selectors import project_for_agent
 
@@ -101,6 +102,8 @@ async def _run_tool(
             payload = await in_request_thread(_rate_checked(handler), scope, args)
     except UnforgetterError as exc:
         return results.error(exc)
+    except OUTAGE_ERRORS as exc:
+        return results.error(unavailable(_TOOL_NAMES[model], exc))
     except Exception:
         logger.exception("MCP tool %s failed", model.__name__)
         return results.error(results.InternalError("The server could not complete this call."))

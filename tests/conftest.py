@@ -21,6 +21,8 @@ from memory.lexical_index import lexical_indexes
 from memory.services import workspace_open
 from tests.factories import UserFactory
 from tests.mcp_client import MCPClient
+from workspaces.caches import cache as fallback_cache
+from workspaces.limits import server_time
 from workspaces.models import Connection, DataClass, Project, Workspace
 from workspaces.services import project_create, token_issue
 
@@ -141,8 +143,11 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(autouse=True)
 def _fresh_limits() -> None:
-    """Each test starts with no throttle counts: database flushes reuse credential ids."""
+    """Each test starts with no throttle counts or budgets: database flushes reuse credential ids."""
     cache.clear()
+    fallback_cache.reset()
+    fallback_cache.local.clear()
+    server_time.clear()
 
 
 @pytest.fixture(autouse=True)

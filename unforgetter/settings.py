@@ -87,6 +87,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "workspaces.headers.ContentSecurityPolicyMiddleware",
+    # Innermost: a view that meets a database outage answers 503 through every middleware above.
+    "workspaces.outages.DatabaseOutageMiddleware",
 ]
 
 ROOT_URLCONF = "unforgetter.urls"
@@ -127,7 +129,8 @@ elif _db["ENGINE"] in ("django.db.backends.postgresql", "django.db.backends.post
     _db.setdefault("OPTIONS", {})["pool"] = {
         "min_size": env.int("DB_POOL_MIN", default=1),
         "max_size": env.int("DB_POOL_MAX", default=16),
-        "timeout": 10,
+        # How long a request waits for a connection (a PostgreSQL restart) before `unavailable`.
+        "timeout": env.float("DB_POOL_TIMEOUT_SECONDS", default=10),
     }
     _db["CONN_MAX_AGE"] = 0  # the pool owns connection lifetime
 else:
@@ -165,6 +168,12 @@ if CACHES["default"]["BACKEND"].endswith("LocMemCache"):
     # Compiled bundles (about 10 KB each) are the main tenants: 2,000 keeps the recent tasks of
     # many agents at about 20 MB per process (Django's default of 300 evicted them under load).
     CACHES["default"].setdefault("OPTIONS", {}).setdefault("MAX_ENTRIES", 2000)
+elif CACHES["default"]["BACKEND"].endswith("RedisCache"):
+    # A Redis that does not answer is given up on within a second: the server then caches and
+    # counts in its own memory (workspaces.caches) instead of holding the request.
+    _redis_options = CACHES["default"].setdefault("OPTIONS", {})
+    _redis_options.setdefault("socket_connect_timeout", 1)
+    _redis_options.setdefault("socket_timeout", 1)
 
 # --- Auth, i18n, static ---------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -356,9 +365,16 @@ UNFORGETTER = {
     # process, calls running at once (more wait their turn, up to CREDENTIAL_QUEUE_SECONDS) and
     # calls running or waiting. Over a limit: rate_limited with retry_after. 0: off.
     "CREDENTIAL_CALLS_PER_SECOND": env.int("CREDENTIAL_CALLS_PER_SECOND", default=0 if TESTING else 20),
-    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=2),
+    "CREDENTIAL_CONCURRENCY": env.int("CREDENTIAL_CONCURRENCY", default=1),
     "CREDENTIAL_IN_FLIGHT": env.int("CREDENTIAL_IN_FLIGHT", default=16),
     "CREDENTIAL_QUEUE_SECONDS": env.int("CREDENTIAL_QUEUE_SECONDS", default=10),
+    # Server time per credential and process (workspaces.limits): milliseconds of calls' wall
+    # time a credential may spend per second on average (off under tests, like the rate), and
+    # the burst it may spend at once.
+    "CREDENTIAL_SERVER_MS_PER_SECOND": env.int(
+        "CREDENTIAL_SERVER_MS_PER_SECOND", default=0 if TESTING else 250
+    ),
+    "CREDENTIAL_SERVER_MS_BURST": env.int("CREDENTIAL_SERVER_MS_BURST", default=10_000),
     # Deleting a workspace removes its rows at once; exports the server made of it (in EXPORTS_DIR)
     # are kept this long, then purged by a scheduled task (the receipt says when).
     "EXPORTS_DIR": Path(env.str("EXPORTS_DIR", default=str(BASE_DIR / "var" / "exports"))),

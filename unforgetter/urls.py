@@ -7,6 +7,9 @@ from console.assets import static_asset
 from console.views.docs import root
 from workspaces.oauth_views import ProtectedResourceMetadataView
 
+# A database outage met outside a view is a 503 too; anything else is Django's 500 page.
+handler500 = "workspaces.outages.server_error"
+
 urlpatterns = [
     path("", root, name="root"),
     path("healthz", ops.healthz, name="healthz"),

@@ -19,7 +19,7 @@ class ErrorBody(TypedDict):
     code: str
     message: str
     action: str
-    # Seconds to wait before retrying (rate_limited only).
+    # Seconds to wait before retrying (rate_limited and unavailable only).
     retry_after: NotRequired[int]
 
 
@@ -61,12 +61,10 @@ class UnknownProject(UnforgetterError):
     http_status = 404
 
 
-class RateLimited(UnforgetterError):
-    """A limit was reached; `retry_after` says how many seconds to wait (also the HTTP Retry-After)."""
+class RetryLater(UnforgetterError):
+    """A refusal that passes: `retry_after` says how many seconds to wait (also the HTTP Retry-After)."""
 
-    code = "rate_limited"
     action = "Wait retry_after seconds, then retry."
-    http_status = 429
 
     def __init__(self, message: str, *, action: str | None = None, retry_after: int = 1) -> None:
         super().__init__(message, action=action)
@@ -74,6 +72,40 @@ class RateLimited(UnforgetterError):
 
     def as_dict(self) -> ErrorBody:
         return {**super().as_dict(), "retry_after": self.retry_after}
+
+
+class RateLimited(RetryLater):
+    """A per-credential or per-address limit was reached."""
+
+    code = "rate_limited"
+    http_status = 429
+
+
+class Unavailable(RetryLater):
+    """The server cannot reach its database: retry later (a proposal's request_id makes it safe)."""
+
+    code = "unavailable"
+    action = "Wait retry_after seconds, then send the same call again (a request_id makes a retry safe)."
+    http_status = 503
+
+
+PROBLEM_TYPE = "https://unforgetter.com/docs/errors#{code}"
+
+
+def problem_body(exc: UnforgetterError, status: int | None = None) -> dict[str, object]:
+    """`exc` as RFC 9457 problem JSON (the REST API's errors and every HTTP 503)."""
+    status = status or exc.http_status
+    body: dict[str, object] = {
+        "type": PROBLEM_TYPE.format(code=exc.code),
+        "title": exc.code.replace("_", " "),
+        "status": status,
+        "detail": exc.message,
+        "code": exc.code,
+        "action": exc.action,
+    }
+    if isinstance(exc, RetryLater):
+        body["retry_after"] = exc.retry_after
+    return body
 
 
 class NotFound(UnforgetterError):

@@ -19,8 +19,9 @@ from django import forms
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
-from django.core.cache import cache
 from django.http import HttpRequest
+
+from workspaces.caches import cache
 
 THROTTLED = "throttled"
 

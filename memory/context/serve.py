@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime, timedelta
 
-from django.core.cache import cache
 from django.utils import timezone
 
 from memory.context.compile import compile_bundle
@@ -19,6 +18,7 @@ from memory.contract import Bundle, CompiledBundle, ErrorBody, Freshness, Identi
 from memory.retrieval import prefetch_query_vector
 from memory.selectors import latest_publication
 from memory.services import context_request_record
+from workspaces.caches import cache
 from workspaces.models import Project, default_publish_cadence
 from workspaces.scope import AgentScope
 

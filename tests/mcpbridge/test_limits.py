@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,7 @@ from memory.query_limits import MAX_NEGATIONS, MAX_TERMS, QueryTooCostly, bounde
 from memory.services import fact_create
 from tests.conftest import Tenant
 from tests.mcp_client import MCPClient
-from workspaces.limits import credential_slot
+from workspaces.limits import credential_slot, server_time
 
 CONTEXT = ("get_context", {"project_id": "platform", "task": "deploy a service"})
 SEARCH = ("search_memory", {"project_id": "platform", "query": "deploy"})
@@ -65,7 +66,7 @@ def test_a_credential_over_its_concurrency_is_refused_until_a_call_finishes(
     tenant: Tenant, mcp_client: Callable[..., MCPClient]
 ) -> None:
     token, connection_ = tenant.issue()
-    with limits(CREDENTIAL_IN_FLIGHT=2):
+    with limits(CREDENTIAL_IN_FLIGHT=2, CREDENTIAL_CONCURRENCY=2):
         # The live server runs in this process: two calls held in flight here fill the slots.
         with credential_slot(connection_.pk), credential_slot(connection_.pk):
             error = refusal(mcp_client(token).call(*CONTEXT))
@@ -174,3 +175,46 @@ def test_a_statement_past_the_time_budget_is_stopped_with_a_clear_error() -> Non
     with connection.cursor() as cursor:  # the connection is usable and keeps no timeout
         cursor.execute("SELECT 1")
         assert cursor.fetchone() == (1,)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_call_is_charged_to_its_credentials_server_time(
+    tenant: Tenant, mcp_client: Callable[..., MCPClient]
+) -> None:
+    token, connection_ = tenant.issue()
+    # No burst and a millisecond a second: the first call runs, and its time is a debt of
+    # seconds that the next call could not wait out within the queue's one second.
+    with limits(CREDENTIAL_SERVER_MS_PER_SECOND=1, CREDENTIAL_SERVER_MS_BURST=0, CREDENTIAL_QUEUE_SECONDS=1):
+        client = mcp_client(token)
+        assert not client.call(*CONTEXT).is_error
+        assert server_time.wait_seconds(connection_.pk) > 1
+        error = refusal(client.call(*CONTEXT))
+        assert "share of the server's time" in error["message"]
+        other, _ = tenant.issue(actor="other@tests")
+        assert not mcp_client(other).call(*CONTEXT).is_error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_credential_briefly_in_debt_waits_and_is_served(
+    tenant: Tenant, mcp_client: Callable[..., MCPClient]
+) -> None:
+    token, connection_ = tenant.issue()
+    with limits(CREDENTIAL_SERVER_MS_PER_SECOND=1000, CREDENTIAL_SERVER_MS_BURST=1000):
+        server_time.charge(connection_.pk, 1.5)  # half a second in debt
+        started = time.monotonic()
+        assert not mcp_client(token).call(*CONTEXT).is_error
+        assert time.monotonic() - started >= 0.4
+
+
+@pytest.mark.django_db
+def test_the_rest_api_refuses_a_credential_deep_in_debt_with_retry_after(tenant: Tenant) -> None:
+    token, connection_ = tenant.issue()
+    client = Client(headers={"Authorization": f"Bearer {token}"})
+    with limits(CREDENTIAL_SERVER_MS_PER_SECOND=100, CREDENTIAL_QUEUE_SECONDS=1):
+        server_time.charge(connection_.pk, 1000)  # far more than the burst plus a second's refill
+        refused = client.get("/api/v1/projects/")
+        assert refused.status_code == 429
+        assert refused.json()["code"] == "rate_limited"
+        assert int(refused["Retry-After"]) > 1
+        server_time.clear()
+        assert client.get("/api/v1/projects/").status_code == 200
