@@ -22,7 +22,7 @@ from memory.services import workspace_open
 from tests.factories import UserFactory
 from tests.mcp_client import MCPClient
 from workspaces.caches import cache as fallback_cache
-from workspaces.limits import server_time
+from workspaces.limits import over_rate_clear, server_time
 from workspaces.models import Connection, DataClass, Project, Workspace
 from workspaces.services import project_create, token_issue
 
@@ -148,6 +148,7 @@ def _fresh_limits() -> None:
     fallback_cache.reset()
     fallback_cache.local.clear()
     server_time.clear()
+    over_rate_clear()
 
 
 @pytest.fixture(autouse=True)

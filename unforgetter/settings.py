@@ -372,9 +372,9 @@ UNFORGETTER = {
     # time a credential may spend per second on average (off under tests, like the rate), and
     # the burst it may spend at once.
     "CREDENTIAL_SERVER_MS_PER_SECOND": env.int(
-        "CREDENTIAL_SERVER_MS_PER_SECOND", default=0 if TESTING else 250
+        "CREDENTIAL_SERVER_MS_PER_SECOND", default=0 if TESTING else 100
     ),
-    "CREDENTIAL_SERVER_MS_BURST": env.int("CREDENTIAL_SERVER_MS_BURST", default=10_000),
+    "CREDENTIAL_SERVER_MS_BURST": env.int("CREDENTIAL_SERVER_MS_BURST", default=2_000),
     # Deleting a workspace removes its rows at once; exports the server made of it (in EXPORTS_DIR)
     # are kept this long, then purged by a scheduled task (the receipt says when).
     "EXPORTS_DIR": Path(env.str("EXPORTS_DIR", default=str(BASE_DIR / "var" / "exports"))),

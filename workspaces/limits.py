@@ -19,6 +19,8 @@
   process leaks nothing, and a process's interpreter is what one credential must not monopolise).
 
 Over a limit the call is refused with `rate_limited` and `retry_after` before any work is done.
+An MCP call of a credential already refused for its rate this second is held on the event loop
+until the second ends and then refused, without counting (`credential_over_rate`).
 0 switches a limit off. `refusals` counts refusals by limit for the metrics endpoint.
 """
 
@@ -108,6 +110,46 @@ def _limit(name: str) -> int:
     return int(settings.UNFORGETTER.get(name) or 0)
 
 
+# A credential this process refused for its rate is refused again, without counting, until its
+# window ends (wall-clock second, as `window_hit` counts); MCP calls are held until then before
+# the refusal is sent (a tarpit). A client that ignores retry_after would otherwise resend at
+# once, and a flood of cheap refusals (each still authenticated and parsed) slowed other tenants
+# more than the calls it was refused.
+_over_rate_until: dict[int, float] = {}
+
+
+def _rate_refusal(per_second: int, wait: int) -> RateLimited:
+    refusals["rate"] += 1
+    return RateLimited(
+        f"This credential may start {per_second} calls a second; retry in {wait} s.", retry_after=wait
+    )
+
+
+def over_rate_clear() -> None:
+    """Forget which credentials were over their rate (tests: flushed databases reuse ids)."""
+    _over_rate_until.clear()
+
+
+def credential_over_rate(connection_id: int) -> float | None:
+    """Seconds left in the rate window of a credential this process found over its rate, or None.
+
+    No I/O: MCP calls ask this on the event loop before taking a slot or a thread.
+    """
+    until = _over_rate_until.get(connection_id)
+    if until is None:
+        return None
+    left = until - time.time()
+    if left <= 0:
+        _over_rate_until.pop(connection_id, None)
+        return None
+    return left
+
+
+def over_rate_refusal() -> RateLimited:
+    """The refusal of a call held until its credential's rate window ended."""
+    return _rate_refusal(_limit("CREDENTIAL_CALLS_PER_SECOND"), 1)
+
+
 def credential_rate_check(connection_id: int) -> None:
     """Count one call of the credential; RateLimited when it is over its calls per second."""
     per_second = _limit("CREDENTIAL_CALLS_PER_SECOND")
@@ -115,10 +157,8 @@ def credential_rate_check(connection_id: int) -> None:
         return
     wait = window_hit(f"calls:{connection_id}", limit=per_second, window_seconds=1)
     if wait is not None:
-        refusals["rate"] += 1
-        raise RateLimited(
-            f"This credential may start {per_second} calls a second; retry in {wait} s.", retry_after=wait
-        )
+        _over_rate_until[connection_id] = math.floor(time.time()) + 1.0
+        raise _rate_refusal(per_second, wait)
 
 
 @contextmanager

@@ -16,7 +16,10 @@ from memory.query_limits import MAX_NEGATIONS, MAX_TERMS, QueryTooCostly, bounde
 from memory.services import fact_create
 from tests.conftest import Tenant
 from tests.mcp_client import MCPClient
+from workspaces import limits as limits_module
+from workspaces.exceptions import RateLimited
 from workspaces.limits import credential_slot, server_time
+from workspaces.throttle import window_hit
 
 CONTEXT = ("get_context", {"project_id": "platform", "task": "deploy a service"})
 SEARCH = ("search_memory", {"project_id": "platform", "query": "deploy"})
@@ -59,6 +62,34 @@ def test_every_tool_refuses_a_credential_over_its_rate_and_spares_another(
         assert len(refused) >= 3
         assert "calls a second" in refusal(refused[0])["message"]
         assert not mcp_client(quiet).call(tool, arguments).is_error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_calls_of_a_credential_already_over_its_rate_are_refused_without_counting_again(
+    tenant: Tenant, mcp_client: Callable[..., MCPClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token, connection_ = tenant.issue()
+    counted: list[str] = []
+    original = window_hit
+
+    def counting(key: str, **kwargs: Any) -> int | None:
+        counted.append(key)
+        return original(key, **kwargs)
+
+    monkeypatch.setattr(limits_module, "window_hit", counting)
+    # Early in a wall-clock second, so that the calls below fall in one rate window.
+    while time.time() % 1 > 0.3:
+        time.sleep(0.02)
+    with limits(CREDENTIAL_CALLS_PER_SECOND=1):
+        limits_module.credential_rate_check(connection_.pk)
+        with pytest.raises(RateLimited):
+            limits_module.credential_rate_check(connection_.pk)
+        assert len(counted) == 2
+        # Over MCP the next call is refused on the event loop: it reaches no counter (and no thread).
+        assert "calls a second" in refusal(mcp_client(token).call("list_projects", {}))["message"]
+        assert len(counted) == 2
+    other, _ = tenant.issue(actor="other@tests")
+    assert not mcp_client(other).call("list_projects", {}).is_error
 
 
 @pytest.mark.django_db(transaction=True)
