@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+
+from governance import django_on
 
 HERE = Path(__file__).resolve().parent.parent
 PLAIN = (
@@ -41,17 +41,7 @@ def main() -> None:
         texts = [json.loads(line)["text"] for line in lines if line.strip()] + list(PLAIN) * 20
     with tempfile.TemporaryDirectory() as tmp:
         code = args.code.resolve()
-        os.chdir(code)
-        sys.path.insert(0, str(code))
-        os.environ["DATABASE_URL"] = f"sqlite:///{tmp}/consolidation.sqlite3"
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "unforgetter.settings")
-        os.environ.setdefault("UNFORGETTER_TESTING", "1")
-        import django
-
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
+        django_on(code, Path(tmp) / "consolidation.sqlite3")
         _measure(texts, args.count, stub=args.no_detectors, label=str(code))
 
 

@@ -55,7 +55,8 @@ def _cases(args: argparse.Namespace) -> list[tuple[str, bool]]:
     return out
 
 
-def _django(code: Path, database: Path) -> None:
+def django_on(code: Path, database: Path) -> None:
+    """Set Django up from the checkout `code` on a fresh SQLite `database`, migrated."""
     os.chdir(code)
     sys.path.insert(0, str(code))
     os.environ["DATABASE_URL"] = f"sqlite:///{database}"
@@ -158,7 +159,7 @@ def main() -> None:
     args = parser.parse_args()
     cases = _cases(args)
     with tempfile.TemporaryDirectory() as tmp:
-        _django(args.code.resolve(), Path(tmp) / "governance.sqlite3")
+        django_on(args.code.resolve(), Path(tmp) / "governance.sqlite3")
         result = _run(cases)
     _print(result, f"code at {args.code.resolve()}" + (f", corpus {args.jsonl}" if args.jsonl else ""))
 

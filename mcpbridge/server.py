@@ -7,7 +7,6 @@ AgentScope, calls one selector or service in a request thread (mcpbridge.threads
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -43,12 +42,7 @@ from memory.metrics import CALL_SECONDS
 from memory.selectors import projects_for_agent, search_for_agent
 from memory.services import proposal_submit
 from workspaces.exceptions import InvalidRequest, UnforgetterError
-from workspaces.limits import (
-    credential_over_rate,
-    credential_rate_check,
-    credential_slot_async,
-    over_rate_refusal,
-)
+from workspaces.limits import credential_rate_check, credential_slot_async
 from workspaces.outages import OUTAGE_ERRORS, unavailable
 from workspaces.scope import AgentScope
 from workspaces.selectors import project_for_agent
@@ -102,12 +96,6 @@ async def _run_tool(
         return results.error(InvalidRequest(describe_validation_error(exc)))
     try:
         scope = current_scope()
-        held = credential_over_rate(scope.connection_id)
-        if held is not None:
-            # Over its rate this second: held (on the event loop, no thread) until the window
-            # ends, then refused, so a client that ignores retry_after cannot flood the process.
-            await asyncio.sleep(held)
-            return results.error(over_rate_refusal())
         # The slot is taken on the event loop, before the call takes a thread: a credential's
         # calls past its concurrency wait here, holding no thread and no database connection.
         async with credential_slot_async(scope.connection_id):

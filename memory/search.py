@@ -14,15 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from django.db import connection as db
 
 from memory.lexical_index import Hit
 from memory.query_limits import MAX_TERMS, bounded_query, bounded_rows
 from memory.stopwords import STOP_WORDS
-
-Match = Literal["all", "any"]
 
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 # "-word" at the start of the query or after a space excludes items with that word.
@@ -99,7 +97,7 @@ def rank(
     scope = _scope(project_id, data_classes, states, list(kinds) if kinds is not None else None)
     if db.vendor == "postgresql":
         return _all_postgresql(scope, query, limit, offset)
-    return _rank_sqlite(scope, _fts5_query(words, "all"), limit, offset)
+    return _rank_sqlite(scope, _fts5_query(words), limit, offset)
 
 
 def _all_postgresql(scope: _Scope, query: str, limit: int, offset: int) -> list[Hit]:
@@ -113,11 +111,9 @@ def _all_postgresql(scope: _Scope, query: str, limit: int, offset: int) -> list[
     return _hits(sql, [query, *scope.params, limit, offset])
 
 
-def _fts5_query(words: list[str], match: Match) -> str:
-    def quoted(word: str) -> str:
-        return '"' + word.replace('"', "") + '"'
-
-    return "(" + (" OR " if match == "any" else " ").join(map(quoted, words)) + ")"
+def _fts5_query(words: list[str]) -> str:
+    """An FTS5 expression matching items that hold every one of the words (each quoted)."""
+    return " ".join('"' + word.replace('"', "") + '"' for word in words)
 
 
 def _rank_sqlite(scope: _Scope, fts5_query: str, limit: int, offset: int) -> list[Hit]:

@@ -20,7 +20,7 @@
 
 Over a limit the call is refused with `rate_limited` and `retry_after` before any work is done.
 An MCP call of a credential already refused for its rate this second is held on the event loop
-until the second ends and then refused, without counting (`credential_over_rate`).
+until the second ends and then refused, without counting (see `credential_slot_async`).
 0 switches a limit off. `refusals` counts refusals by limit for the metrics endpoint.
 """
 
@@ -130,7 +130,7 @@ def over_rate_clear() -> None:
     _over_rate_until.clear()
 
 
-def credential_over_rate(connection_id: int) -> float | None:
+def _over_rate(connection_id: int) -> float | None:
     """Seconds left in the rate window of a credential this process found over its rate, or None.
 
     No I/O: MCP calls ask this on the event loop before taking a slot or a thread.
@@ -145,7 +145,7 @@ def credential_over_rate(connection_id: int) -> float | None:
     return left
 
 
-def over_rate_refusal() -> RateLimited:
+def _over_rate_refusal() -> RateLimited:
     """The refusal of a call held until its credential's rate window ended."""
     return _rate_refusal(_limit("CREDENTIAL_CALLS_PER_SECOND"), 1)
 
@@ -198,7 +198,15 @@ def _queue_refusal() -> RateLimited:
 
 @asynccontextmanager
 async def credential_slot_async(connection_id: int) -> AsyncIterator[None]:
-    """Run the block as one of the credential's concurrent calls (the MCP tools, on the event loop)."""
+    """Run the block as one of the credential's concurrent calls (the MCP tools, on the event loop).
+
+    A credential already over its rate this second is held here (no thread, no slot) until the
+    second ends, then refused: a client that ignores retry_after cannot flood the process.
+    """
+    held = _over_rate(connection_id)
+    if held is not None:
+        await asyncio.sleep(held)
+        raise _over_rate_refusal()
     with _counted(connection_id):
         deadline = _queue_deadline()
         running = _limit("CREDENTIAL_CONCURRENCY")

@@ -9,27 +9,12 @@ better ranked) is kept.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from memory.lexical_index import split_words
 from memory.stopwords import STOP_WORDS
 
 DUPLICATE_COSINE = 0.95
-_DIGIT_RE = re.compile(r"\d")
-
-
-def words_key(text: str) -> str:
-    """The item's telling words, in order: equal keys mean the same statement."""
-    return " ".join(w for w in split_words(text) if w not in STOP_WORDS)
-
-
-def _numbers(text: str) -> frozenset[str]:
-    """The words holding a digit (or anything else but letters)."""
-    if _DIGIT_RE.search(text) is None and text.isascii():
-        return frozenset()
-    return frozenset(w for w in split_words(text) if not w.isalpha())
 
 
 class NearDuplicates:
@@ -41,16 +26,17 @@ class NearDuplicates:
         self._kept: list[tuple[np.ndarray, frozenset[str]]] = []
 
     def repeats(self, fact_id: int, text: str) -> bool:
-        key = words_key(text)
+        found = split_words(text)
+        # The item's telling words, in order: equal keys mean the same statement.
+        key = " ".join(w for w in found if w not in STOP_WORDS)
         if key in self._keys:
             return True
         vector = self._vectors.get(fact_id)
-        numbers = _numbers(text)
-        if vector is not None and any(
-            nums == numbers and float(kept @ vector) >= DUPLICATE_COSINE for kept, nums in self._kept
-        ):
-            return True
-        self._keys.add(key)
         if vector is not None:
+            # The words holding a digit (or anything else but letters) must match too.
+            numbers = frozenset(w for w in found if not w.isalpha())
+            if any(nums == numbers and float(kept @ vector) >= DUPLICATE_COSINE for kept, nums in self._kept):
+                return True
             self._kept.append((vector, numbers))
+        self._keys.add(key)
         return False

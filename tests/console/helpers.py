@@ -107,3 +107,10 @@ def make_proposal(
 def signed_in(client: Client, user: Any) -> Client:
     client.force_login(user)
     return client
+
+
+def trusted_proposal(project: Project, text: str, status: str) -> Proposal:
+    """A proposal from the high-trust claude zone with trusted evidence, taken to `status`."""
+    return make_proposal(
+        project, text=text, zone="claude", actor="claude@alice", evidence=TRUSTED_EVIDENCE, status=status
+    )

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from memory.models import Fact, Proposal, Taint
 from tests.conftest import Tenant
-from tests.console.helpers import TRUSTED_EVIDENCE, consolidate, make_proposal
+from tests.console.helpers import consolidate, trusted_proposal
 from workspaces.models import TrustZone
 
 pytestmark = pytest.mark.django_db
@@ -27,15 +27,7 @@ def owner(client: Client, tenant: Tenant) -> Client:
 
 
 def _trusted(tenant: Tenant, text: str, status: str) -> Proposal:
-    """A proposal from the high-trust claude zone with trusted evidence, taken to `status`."""
-    return make_proposal(
-        tenant.projects["platform"],
-        text=text,
-        zone="claude",
-        actor="claude@alice",
-        evidence=TRUSTED_EVIDENCE,
-        status=status,
-    )
+    return trusted_proposal(tenant.projects["platform"], text, status)
 
 
 def test_a_trusted_agents_risky_proposal_is_held_with_its_signals_and_the_owner_approves(

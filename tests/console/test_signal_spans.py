@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from memory.models import Fact, Proposal
 from tests.conftest import Tenant
-from tests.console.helpers import TRUSTED_EVIDENCE, consolidate, make_proposal
+from tests.console.helpers import consolidate, make_proposal, trusted_proposal
 
 pytestmark = pytest.mark.django_db
 
@@ -29,14 +29,7 @@ def owner(client: Client, tenant: Tenant) -> Client:
 
 
 def _trusted(tenant: Tenant, text: str, status: str) -> Proposal:
-    return make_proposal(
-        tenant.projects["platform"],
-        text=text,
-        zone="claude",
-        actor="claude@alice",
-        evidence=TRUSTED_EVIDENCE,
-        status=status,
-    )
+    return trusted_proposal(tenant.projects["platform"], text, status)
 
 
 def _page(owner: Client, proposal: Proposal) -> str:

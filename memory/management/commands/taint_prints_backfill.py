@@ -6,8 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.services.taint_prints import prints_backfill, prints_missing
+from workspaces.management.base import workspace_or_fail
 from workspaces.management.progress import ProgressBar
-from workspaces.models import Workspace
 
 
 class Command(BaseCommand):
@@ -24,12 +24,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        workspace_id = None
-        if options["workspace"]:
-            workspace = Workspace.objects.filter(slug=options["workspace"]).first()
-            if workspace is None:
-                raise CommandError(f"No workspace {options['workspace']!r}.")
-            workspace_id = workspace.pk
+        workspace_id = workspace_or_fail(options["workspace"]).pk if options["workspace"] else None
         if options["batch_size"] < 1:
             raise CommandError("--batch-size must be at least 1.")
         total = prints_missing(workspace_id)
