@@ -1,8 +1,9 @@
 """The token verifier of the MCP endpoint.
 
 It turns a presented bearer credential into the `AgentScope` that carries its authority, or None
-(HTTP 401 with a `resource_metadata` challenge, before any tool runs). The database is read on
-every request, so a revocation is effective on the next call in every process.
+(HTTP 401 with a `resource_metadata` challenge, before any tool runs). The credential's rows are
+read on every request (workspaces.bearers), so a revocation is effective on the next call in every
+process.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 
 from mcpbridge.threads import in_request_thread
+from workspaces.bearers import bearer_verified
 from workspaces.exceptions import ForbiddenScope, Unauthorized
 from workspaces.models import Connection
 from workspaces.scope import AgentScope
 from workspaces.scopes import SCOPE_PROPOSE, SCOPE_READ
-from workspaces.selectors import connection_for_bearer, last_used_is_stale
+from workspaces.selectors import last_used_is_stale
 from workspaces.services import connection_touch
 
 __all__ = ["SCOPE_PROPOSE", "SCOPE_READ", "ConnectionTokenVerifier", "current_scope", "require_scope"]
@@ -28,13 +30,14 @@ _verified: ContextVar[tuple[AgentScope, str] | None] = ContextVar("unforgetter_s
 
 def authenticate(raw: str) -> tuple[AgentScope, str] | None:
     """The scope behind a bearer credential and the resource it was issued for; use is recorded."""
-    found = connection_for_bearer(raw)
-    if found is None:
+    verified = bearer_verified(raw)
+    if verified is None:
         return None
+    found, scope = verified
     now = timezone.now()
     if last_used_is_stale(found.connection, now):
         connection_touch(connection=found.connection, now=now)
-    return found.scope(), found.resource
+    return scope, found.resource
 
 
 class ConnectionTokenVerifier:

@@ -19,7 +19,7 @@ from memory.retrieval import hybrid_rank, prefetch_query_vector, project_vectors
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 from workspaces.scope import AgentScope
-from workspaces.selectors import project_catalogue
+from workspaces.selectors import project_catalogue_entries
 
 
 def agent_facts(scope: AgentScope, project: Project) -> QuerySet[Fact]:
@@ -35,7 +35,7 @@ def projects_for_agent(scope: AgentScope) -> ProjectList:
     return ProjectList(
         projects=[
             ProjectEntry(id=p.slug, name=p.name, data_class=p.data_class, updated_at=p.updated_at.isoformat())
-            for p in project_catalogue(scope)
+            for p in project_catalogue_entries(scope)
         ]
     )
 

@@ -9,6 +9,7 @@ it from a Connection (`agent_scope`) and turns it into querysets.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -79,10 +80,7 @@ class AgentScope:
 
     def project_filter(self) -> Q:
         """`sees_project` as a filter on Project rows."""
-        condition = Q(workspace_id=self.workspace_id, data_class__in=self.visible_classes)
-        if self.project_ids is not None:
-            condition &= Q(pk__in=self.project_ids)
-        return condition
+        return project_condition(self.workspace_id, self.visible_classes, self.project_ids)
 
     def sees_item(self, *, workspace_id: int, project_id: int, data_class: str) -> bool:
         """An item is visible in a visible project when its own data class is allowed too.
@@ -107,3 +105,13 @@ class AgentScope:
         """Everything that decides what this credential may see, for cache keys bound to it."""
         projects = "*" if self.project_ids is None else ",".join(map(str, sorted(self.project_ids)))
         return f"{self.workspace_id}:{self.connection_id}:{','.join(self.data_classes)}:{projects}"
+
+
+def project_condition(
+    workspace_id: int, visible_classes: Iterable[str], project_ids: Iterable[int] | None
+) -> Q:
+    """`AgentScope.project_filter` from its parts, for queries compiled once (workspaces.prepared)."""
+    condition = Q(workspace_id=workspace_id, data_class__in=visible_classes)
+    if project_ids is not None:
+        condition &= Q(pk__in=project_ids)
+    return condition

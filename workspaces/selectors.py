@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -19,7 +19,8 @@ from workspaces import tokens
 from workspaces.exceptions import ForbiddenScope, NotFound, UnknownProject
 from workspaces.models import Connection, DataClass, Membership, Project, Workspace
 from workspaces.oauth import oauth_grant_for_token
-from workspaces.scope import AgentScope
+from workspaces.prepared import Prepared
+from workspaces.scope import AgentScope, project_condition
 from workspaces.scopes import scopes_for_role
 
 
@@ -42,11 +43,13 @@ def connection_for_token(raw: str, *, now: datetime | None = None) -> Connection
 
 
 class BearerMatch(NamedTuple):
-    """A presented credential's Connection, the resource it was issued for, and its scopes."""
+    """A presented credential's Connection, the resource it was issued for, its scopes, and the
+    moment it stops being valid (its connection's expiry, or an OAuth token's own if sooner)."""
 
     connection: Connection
     resource: str
     scopes: frozenset[str]
+    valid_until: datetime
 
     def scope(self) -> AgentScope:
         """The authority this credential carries (resolved from the database, here and now)."""
@@ -66,9 +69,14 @@ def connection_for_bearer(raw: str) -> BearerMatch | None:
         connection = connection_for_token(raw)
         if connection is None:
             return None
-        return BearerMatch(connection, settings.MCP_RESOURCE_URL, scopes_for_role(connection.role))
+        return BearerMatch(
+            connection, settings.MCP_RESOURCE_URL, scopes_for_role(connection.role), connection.expires_at
+        )
     grant = oauth_grant_for_token(raw)
-    return BearerMatch(grant.connection, grant.resource, grant.scopes) if grant else None
+    if grant is None:
+        return None
+    valid_until = min(grant.connection.expires_at, grant.expires)
+    return BearerMatch(grant.connection, grant.resource, grant.scopes, valid_until)
 
 
 def allowed_data_classes(connection: Connection) -> tuple[str, ...]:
@@ -122,13 +130,57 @@ def project_catalogue(scope: AgentScope) -> QuerySet[Project]:
     return Project.objects.filter(scope.project_filter()).order_by("slug")
 
 
+class CatalogueEntry(NamedTuple):
+    slug: str
+    name: str
+    data_class: str
+    updated_at: datetime
+
+
+def _catalogue_query(
+    workspace_id: int, classes: list[str], project_ids: list[int] | None = None
+) -> QuerySet[Project, tuple[Any, ...]]:
+    return (
+        Project.objects.filter(project_condition(workspace_id, classes, project_ids))
+        .order_by("slug")
+        .values_list(*CatalogueEntry._fields)
+    )
+
+
+# list_projects on every agent's first call: `project_catalogue`, compiled once per process.
+_CATALOGUE = Prepared(_catalogue_query)
+_LISTED_CATALOGUE = Prepared(_catalogue_query)
+
+
+def project_catalogue_entries(scope: AgentScope) -> list[CatalogueEntry]:
+    """`project_catalogue` as (slug, name, data_class, updated_at), the same rows in the same order."""
+    classes = list(scope.visible_classes)
+    if scope.project_ids is None:
+        rows = _CATALOGUE.rows(scope.workspace_id, classes)
+    else:
+        rows = _LISTED_CATALOGUE.rows(scope.workspace_id, classes, sorted(scope.project_ids))
+    return [CatalogueEntry(*row) for row in rows]
+
+
+def _project_columns() -> list[str]:
+    return [field.attname for field in Project._meta.concrete_fields]
+
+
+_PROJECT_BY_SLUG = Prepared(
+    lambda workspace_id, slug: Project.objects.filter(workspace_id=workspace_id, slug=slug).values_list(
+        *_project_columns()
+    )
+)
+
+
 def project_for_agent(scope: AgentScope, project_id: str) -> Project:
     """Resolve an agent-supplied project id inside the credential's workspace.
 
     `UnknownProject` when the workspace has no such project; `ForbiddenScope` when it exists but
     is outside the credential's catalogue or data classes (restricted projects included).
     """
-    project = Project.objects.filter(workspace_id=scope.workspace_id, slug=project_id).first()
+    rows = _PROJECT_BY_SLUG.rows(scope.workspace_id, project_id)
+    project = Project.from_db("default", _project_columns(), rows[0]) if rows else None
     if project is None:
         raise UnknownProject(f"No project {project_id!r} exists in this workspace.")
     if not scope.sees_project(

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from memory.models import Proposal
-from memory.prepared import Prepared
 from memory.services import proposal_submit
 from tests.conftest import Tenant
+from workspaces.prepared import Prepared
 from workspaces.selectors import agent_scope
 
 pytestmark = pytest.mark.django_db
@@ -42,9 +42,25 @@ def test_rows_match_the_querysets_for_scalars_and_lists_of_any_length(tenant: Te
     assert len(prepared.rows(workspace, "claude@tests", ["prepared-0", "prepared-3", "absent-1"])) == 2
 
 
-def test_a_column_that_needs_converting_is_refused_at_its_first_call(tenant: Tenant) -> None:
-    prepared = Prepared(
-        lambda workspace_id: Proposal.objects.filter(workspace_id=workspace_id).values_list("evidence")
+def test_columns_that_need_converting_come_back_as_the_orm_gives_them(tenant: Tenant) -> None:
+    _, connection = tenant.issue(actor="claude@tests")
+    proposal_submit(
+        scope=agent_scope(connection),
+        project_id="platform",
+        request_id="prepared-json",
+        op="add_fact",
+        text="Service 7 exposes /healthz.",
+        evidence=[{"ref": "runbooks/7.md", "trust": "trusted"}],
     )
-    with pytest.raises(TypeError, match="raw values"):
-        prepared.rows(tenant.workspace.pk)
+
+    def build(workspace_id: int) -> Any:
+        return Proposal.objects.filter(workspace_id=workspace_id).values_list("evidence", "created_at")
+
+    converted = Prepared(build).rows(tenant.workspace.pk)
+    assert converted == list(build(tenant.workspace.pk))
+    assert isinstance(converted[0][0], list)
+    assert converted[0][1].tzinfo is not None
+    # raw: what the driver returns, for comparing a row with itself (JSON stays text)
+    raw = Prepared(build, raw=True).rows(tenant.workspace.pk)
+    assert len(raw) == 1
+    assert isinstance(raw[0][0], str)

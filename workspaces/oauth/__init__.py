@@ -7,7 +7,12 @@ DOT's own rows, and the tokens themselves are stored as checksums only (RFC 9700
 """
 
 from workspaces.oauth.clients import oauth_clients_prune, registration_throttle_hit
-from workspaces.oauth.grants import OAuthGrant, oauth_grant_for_token, oauth_tokens_revoke
+from workspaces.oauth.grants import (
+    OAuthGrant,
+    oauth_grant_for_token,
+    oauth_token_checksum,
+    oauth_tokens_revoke,
+)
 from workspaces.oauth.resources import is_mcp_resource, redirect_uri_problem, resource_error
 from workspaces.oauth.validator import UnforgetterOAuth2Validator, known_scopes
 
@@ -18,6 +23,7 @@ __all__ = [
     "known_scopes",
     "oauth_clients_prune",
     "oauth_grant_for_token",
+    "oauth_token_checksum",
     "oauth_tokens_revoke",
     "redirect_uri_problem",
     "registration_throttle_hit",

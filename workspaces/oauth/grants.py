@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from typing import NamedTuple
 
 from django.utils import timezone
@@ -22,9 +23,11 @@ class OAuthGrant(NamedTuple):
     connection: Connection
     resource: str
     scopes: frozenset[str]
+    expires: datetime
 
 
-def _checksum(raw: str) -> str:
+def oauth_token_checksum(raw: str) -> str:
+    """How DOT stores an access token: the SHA-256 of the token, never the token."""
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
@@ -38,7 +41,7 @@ def oauth_grant_for_token(raw: str) -> OAuthGrant | None:
     """
     token = (
         get_access_token_model()
-        .objects.filter(token_checksum=_checksum(raw), expires__gt=timezone.now())
+        .objects.filter(token_checksum=oauth_token_checksum(raw), expires__gt=timezone.now())
         .only("application_id", "user_id", "resource", "scope", "expires")
         .first()
     )
@@ -59,7 +62,7 @@ def oauth_grant_for_token(raw: str) -> OAuthGrant | None:
     if connection is None:
         return None
     scopes = frozenset(token.scope.split()) & scopes_for_role(connection.role)
-    return OAuthGrant(connection=connection, resource=resources[0], scopes=scopes)
+    return OAuthGrant(connection=connection, resource=resources[0], scopes=scopes, expires=token.expires)
 
 
 def oauth_tokens_revoke(*, connection: Connection) -> None:

@@ -6,8 +6,9 @@ profiled, a proposal's five small indexed reads spent about 60% of its CPU in `f
 values in each list argument) with stand-in values, compiled by the ORM itself, and the stand-ins
 are then replaced by each call's values: the SQL is exactly what the ORM would have sent.
 
-Only for `values_list` queries of integer and text columns, whose values need no conversion from
-the database; compiling anything else raises, so a wrong use fails at its first call, in tests.
+Only for `values_list` queries; each value is converted as the ORM converts it (a date read from
+SQLite's text becomes a datetime). A query built with `raw=True` skips the conversion and returns
+what the database driver gives: for comparing a row with itself, never for reading it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ _TEXT_MARK = "\x00prepared-stand-in-{}\x00"
 Shape = tuple[int | None, ...]  # per argument: the length of a list argument, or None for a scalar
 # Where a compiled parameter's value comes from: (argument, index in it or None), or (None, a constant).
 Slot = tuple[int, int | None] | tuple[None, Any]
+# A compiled shape: its SQL, its parameters' slots, and the conversion of its rows (None: none needed).
+_Compiled = tuple[str, list[Slot], Callable[[list[Any]], list[tuple[Any, ...]]] | None]
 
 
 class Prepared:
@@ -36,11 +39,15 @@ class Prepared:
     compiled on first use.
     """
 
-    def __init__(self, build: Callable[..., QuerySet[Any, Any]], *, using: str = "default") -> None:
+    def __init__(
+        self, build: Callable[..., QuerySet[Any, Any]], *, using: str = "default", raw: bool = False
+    ) -> None:
         self._build = build
         self._using = using
-        # (vendor, shape) -> its SQL and slots, or None where the ORM knows the answer is empty
-        self._compiled: dict[tuple[str, Shape], tuple[str, list[Slot]] | None] = {}
+        self._raw = raw
+        # (vendor, shape) -> its SQL, slots and converter, or None where the ORM knows the answer
+        # is empty
+        self._compiled: dict[tuple[str, Shape], _Compiled | None] = {}
 
     def rows(self, *args: Any) -> list[tuple[Any, ...]]:
         connection = connections[self._using]
@@ -51,7 +58,7 @@ class Prepared:
         compiled = self._compiled[key]
         if compiled is None:
             return []
-        sql, slots = compiled
+        sql, slots, convert = compiled
         values = [list(a) if length is not None else a for a, length in zip(args, shape, strict=True)]
         params = [
             slot[1] if slot[0] is None else (values[slot[0]] if slot[1] is None else values[slot[0]][slot[1]])
@@ -59,9 +66,10 @@ class Prepared:
         ]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            return [tuple(row) for row in cursor.fetchall()]
+            fetched = cursor.fetchall()
+        return convert(fetched) if convert else [tuple(row) for row in fetched]
 
-    def _compile(self, args: Sequence[Any], shape: Shape) -> tuple[str, list[Slot]] | None:
+    def _compile(self, args: Sequence[Any], shape: Shape) -> _Compiled | None:
         counter = itertools.count()
         where: dict[Any, tuple[int, int | None]] = {}
 
@@ -83,8 +91,14 @@ class Prepared:
             sql, params = compiler.as_sql()
         except EmptyResultSet:  # an empty `__in`: the ORM answers [] without asking the database
             return None
-        if compiler.get_converters([column for column, _, _ in compiler.select]):
-            raise TypeError("Prepared queries return raw values: select only integer and text columns.")
+        columns = [column for column, _, _ in compiler.select]
+        converters = {} if self._raw else compiler.get_converters(columns)
+
+        def converted(fetched: list[Any]) -> list[tuple[Any, ...]]:
+            return [tuple(row) for row in compiler.apply_converters(fetched, converters)]
+
+        convert = converted if converters else None
+
         slots: list[Slot] = [
             where[p] if (isinstance(p, int | str) and p in where) else (None, p) for p in params
         ]
@@ -92,4 +106,4 @@ class Prepared:
             1 if length is None else length for length in shape
         ):
             raise TypeError("Every argument of a prepared query must appear once in its SQL.")
-        return sql, slots
+        return sql, slots, convert
