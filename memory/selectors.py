@@ -6,6 +6,9 @@ Agent reads take the AgentScope and the Project resolved by `workspaces.selector
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+from typing import NamedTuple
+
 from django.conf import settings
 from django.db.models import QuerySet
 
@@ -18,6 +21,7 @@ from memory.refs import is_ref
 from memory.retrieval import hybrid_rank, prefetch_query_vector, project_vectors, with_ids
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
+from workspaces.prepared import Prepared
 from workspaces.scope import AgentScope
 from workspaces.selectors import project_catalogue_entries
 
@@ -40,14 +44,29 @@ def projects_for_agent(scope: AgentScope) -> ProjectList:
     )
 
 
-def latest_publication(workspace_id: int) -> Publication | None:
-    """The newest publication, with its workspace (for the publish cadence) in the same query."""
-    return (
+class PublicationState(NamedTuple):
+    """What a bundle needs of the newest publication: its versions, time and the publish cadence."""
+
+    version: int
+    content_version: int | None
+    compiled_at: datetime
+    publish_cadence: timedelta
+
+
+# Read on every get_context: compiled once per process (workspaces.prepared).
+_LATEST_PUBLICATION = Prepared(
+    lambda workspace_id: (
         Publication.objects.filter(workspace_id=workspace_id)
-        .select_related("workspace")
         .order_by("-version")
-        .first()
+        .values_list(*PublicationState._fields[:3], "workspace__publish_cadence")[:1]
     )
+)
+
+
+def latest_publication(workspace_id: int) -> PublicationState | None:
+    """The newest publication's state, with its workspace's publish cadence, in one query."""
+    rows = _LATEST_PUBLICATION.rows(workspace_id)
+    return PublicationState(*rows[0]) if rows else None
 
 
 MAX_SEARCH_OFFSET = 500

@@ -38,7 +38,7 @@ def context_for_agent(*, scope: AgentScope, project: Project, task: str) -> Bund
     # context_id), a published change replaces both in every process at once.
     version = (publication.content_version or publication.version) if publication else 0
     compiled_at = publication.compiled_at if publication else None
-    cadence = publication.workspace.publish_cadence if publication else default_publish_cadence()
+    cadence = publication.publish_cadence if publication else default_publish_cadence()
     context_id = _context_id(scope, project, task, version)
     cache_key = f"unforgetter:context:{context_id}"
     bundle: CompiledBundle | None = cache.get(cache_key)

@@ -44,7 +44,7 @@ def test_a_credential_limited_to_projects_reads_its_list_every_call(
     assert _scope(token).project_ids == frozenset({tenant.projects["handbook"].pk})
 
 
-CHANGES: list[tuple[str, Callable[[Tenant, Connection], None], Callable[[Any], bool]]] = [
+CHANGES: list[tuple[str, Callable[[Tenant, Connection], object], Callable[[Any], object]]] = [
     (
         "data classes narrowed",
         lambda t, c: Connection.objects.filter(pk=c.pk).update(data_classes=[DataClass.PUBLIC]),
@@ -73,7 +73,9 @@ CHANGES: list[tuple[str, Callable[[Tenant, Connection], None], Callable[[Any], b
     ),
     (
         "expired",
-        lambda t, c: Connection.objects.filter(pk=c.pk).update(expires_at=timezone.now() - timedelta(seconds=1)),
+        lambda t, c: Connection.objects.filter(pk=c.pk).update(
+            expires_at=timezone.now() - timedelta(seconds=1)
+        ),
         lambda scope: scope is None,
     ),
     (
@@ -86,7 +88,7 @@ CHANGES: list[tuple[str, Callable[[Tenant, Connection], None], Callable[[Any], b
 
 @pytest.mark.parametrize(("change", "apply", "seen"), CHANGES, ids=[c[0] for c in CHANGES])
 def test_any_change_to_the_credentials_rows_is_seen_on_the_next_call(
-    tenant: Tenant, change: str, apply: Callable[[Tenant, Connection], None], seen: Callable[[Any], bool]
+    tenant: Tenant, change: str, apply: Callable[[Tenant, Connection], object], seen: Callable[[Any], object]
 ) -> None:
     token, connection = tenant.issue(role=Connection.Role.CONTRIBUTOR)
     before = _scope(token)
@@ -112,7 +114,7 @@ def test_kept_resolutions_are_keyed_by_a_digest_never_the_credential(tenant: Ten
 
 
 def test_a_kept_resolution_is_never_used_past_the_credentials_own_expiry(tenant: Tenant) -> None:
-    token, connection = tenant.issue()
+    token, _ = tenant.issue()
     verified = bearer_verified(token)
     assert verified is not None
     found, scope = verified
