@@ -9,9 +9,9 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
+from workspaces.bearers import bearer_verified
 from workspaces.scope import AgentScope
 from workspaces.scopes import SCOPE_READ
-from workspaces.selectors import connection_for_bearer
 
 
 @dataclass(frozen=True)
@@ -33,16 +33,16 @@ class ConnectionAuthentication(BaseAuthentication):
         scheme, _, raw = header.partition(" ")
         if scheme.lower() != "bearer" or not raw.strip():
             return None
-        found = connection_for_bearer(raw.strip())
+        verified = bearer_verified(raw.strip())
         # The API serves the same resource as /mcp: a token bound elsewhere, or one without the
         # read scope, carries no authority here.
         if (
-            found is None
-            or found.resource.rstrip("/") != settings.MCP_RESOURCE_URL.rstrip("/")
-            or SCOPE_READ not in found.scopes
+            verified is None
+            or verified[0].resource.rstrip("/") != settings.MCP_RESOURCE_URL.rstrip("/")
+            or SCOPE_READ not in verified[0].scopes
         ):
             raise AuthenticationFailed("The token is unknown, expired or revoked.")
-        scope = found.scope()
+        scope = verified[1]
         return AgentPrincipal(scope), scope
 
     def authenticate_header(self, request: Request) -> str:
