@@ -39,5 +39,7 @@ lint: setup
 	$(VENV)/bin/mypy .
 	$(VENV)/bin/lint-imports
 
+# Both databases, one after the other, each seeded with the same items (SQLite first: no server).
 bench: setup
+	$(PY) bench/run.py --database-url sqlite:///$(CURDIR)/var/bench.sqlite3 $(BENCH_ARGS)
 	$(PY) bench/run.py $(BENCH_ARGS)
