@@ -202,8 +202,8 @@ def ensure_index(cursor: Any, model: str, dimensions: int) -> None:
         f"USING hnsw (({COLUMN}::halfvec({int(dimensions)})) halfvec_cosine_ops) WHERE model = {literal}"
     )
     cursor.execute("SET CONSTRAINTS ALL DEFERRED")
-    with _lock:
-        _indexed.add(model)
+    # Remembered once committed: a transaction rolled back takes the index with it.
+    transaction.on_commit(lambda: _indexed.add(model))
 
 
 def sync(*, progress: Callable[[int], None] | None = None) -> int:
