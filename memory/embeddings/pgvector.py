@@ -236,6 +236,9 @@ def sync(*, progress: Callable[[int], None] | None = None) -> int:
         for model, dimensions in _models(cursor):
             ensure_index(cursor, model, dimensions)
         _mark_ready(cursor)
+        # Fresh statistics: without them the planner takes a filled table for empty and scans
+        # each project's vectors exactly (400 ms at 100,000) instead of walking the HNSW index.
+        cursor.execute(f"ANALYZE {TABLE}")
     forget()
     return copied
 
