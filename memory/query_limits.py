@@ -11,7 +11,7 @@ and `bounded_rows` stops a statement that still runs past SEARCH_STATEMENT_TIMEO
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -65,27 +65,42 @@ def time_budget_seconds() -> float:
 
 
 # Sent with the statement in one simple-query message: PostgreSQL runs the two as one implicit
-# transaction, so the transaction-local timeout applies to the statement after it and is gone
-# afterwards (the pooled connection keeps none), at no extra round trip. Django's psycopg cursors
-# bind parameters client-side, which allows the two statements in one execute().
-_PG_TIMEOUT_PREFIX = "SELECT set_config('statement_timeout', %s, true); "
+# transaction, so the transaction-local settings (the timeout, a search's own) apply to the
+# statement after them and are gone afterwards (the pooled connection keeps none), at no extra
+# round trip. Django's psycopg cursors bind parameters client-side, which allows the two
+# statements in one execute().
+def _pg_settings_prefix(count: int) -> str:
+    return "SELECT " + ", ".join(["set_config(%s, %s, true)"] * count) + "; "
 
 
-def bounded_rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-    """The rows of one read statement, run under the per-query time budget; QueryTooCostly past it."""
+def bounded_rows(
+    sql: str, params: Sequence[Any], *, local_settings: Mapping[str, str] | None = None
+) -> list[tuple[Any, ...]]:
+    """The rows of one read statement, run under the per-query time budget; QueryTooCostly past it.
+
+    `local_settings` are PostgreSQL settings for this statement alone (ignored on SQLite).
+    """
     timeout = _timeout_ms()
     with db.cursor() as cursor:
-        if timeout <= 0:
-            cursor.execute(sql, params)
-            return list(cursor.fetchall())
         if db.vendor == "postgresql":
+            wanted = {
+                **(local_settings or {}),
+                **({"statement_timeout": str(timeout)} if timeout > 0 else {}),
+            }
+            if not wanted:
+                cursor.execute(sql, params)
+                return list(cursor.fetchall())
+            pairs = [value for pair in wanted.items() for value in pair]
             try:
-                cursor.execute(_PG_TIMEOUT_PREFIX + sql, [str(timeout), *params])
+                cursor.execute(_pg_settings_prefix(len(wanted)) + sql, [*pairs, *params])
             except OperationalError as exc:
                 if getattr(exc.__cause__, "sqlstate", None) == "57014":  # query_canceled
                     raise QueryTooCostly() from None
                 raise
             cursor.cursor.nextset()  # past set_config's row, to the statement's
+            return list(cursor.fetchall())
+        if timeout <= 0:
+            cursor.execute(sql, params)
             return list(cursor.fetchall())
         with _sqlite_deadline(timeout):
             cursor.execute(sql, params)

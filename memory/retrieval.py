@@ -8,6 +8,10 @@ meaning, "ship to prod" for "deployed to production". Reciprocal rank fusion add
 scores need calibrating. An item without a vector yet is still found lexically; with no embedder
 configured, or no vectors in the project, the ranking is the lexical one alone.
 
+The vector side is PostgreSQL's where it has pgvector (memory.embeddings.pgvector: the nearest
+among the caller's scoped rows, in one statement, and no vectors held in process), else the
+in-process index (memory.embeddings.index); both answer `nearest` and `vectors_of`.
+
 Both indexes only propose candidates: every one is checked against the item's current row with
 the caller's scoped queryset (project, data classes, never restricted, current state) in one
 statement, so a stale or foreign entry can neither show nor count towards a page. Lexical
@@ -22,8 +26,9 @@ from dataclasses import dataclass
 from django.db.models import QuerySet
 
 from memory import search
-from memory.embeddings import embedder, query_vectors
+from memory.embeddings import embedder, pgvector, query_vectors
 from memory.embeddings.index import VectorIndex, indexes
+from memory.embeddings.pgvector import ProjectVectors
 from memory.lexical_index import Hit, lexical_indexes, words
 from memory.models import Fact
 from memory.query_limits import bounded_query
@@ -40,6 +45,8 @@ MAX_RECHECKS = 2
 # How deep the two rankings are fused. The fused order is the same whatever page is asked for (so
 # a cursor walks it without repeats); past this depth it goes on with the lexical ranking alone.
 FUSION_DEPTH = 50
+
+Vectors = VectorIndex | ProjectVectors
 
 
 @dataclass(frozen=True)
@@ -67,7 +74,7 @@ def hybrid_rank(
     query: str,
     kinds: Collection[str] | None = None,
     limit: int,
-    vectors: VectorIndex | None,
+    vectors: Vectors | None,
     depth: int = FUSION_DEPTH,
     lexical_filter: Callable[[list[Hit]], list[Hit]] | None = None,
 ) -> list[Ranked]:
@@ -99,7 +106,7 @@ def hybrid_rank(
 
     # Words first: the query's vector may still be on its way (prefetch_query_vector).
     lexical = ranked_words()
-    semantic = _semantic(vectors, data_classes, query, kinds, depth) if vectors else []
+    semantic = _semantic(vectors, items, data_classes, states, query, kinds, depth) if vectors else []
     for attempt in range(MAX_RECHECKS + 1):
         if attempt:
             lexical = ranked_words()
@@ -156,26 +163,47 @@ def prefetch_query_vector(project_id: int, query: str) -> None:
     model = embedder()
     if model is None or search.excluded(query) or not search.terms(query):
         return
-    if indexes.holds(project_id, model.name):
+    if indexes.holds(project_id, model.name) or pgvector.holds(project_id, model.name):
         query_vectors.prefetch(model, query)
 
 
-def project_vectors(project_id: int) -> VectorIndex | None:
-    """The project's vector index under the configured model, if there is one with vectors."""
+def project_vectors(project_id: int) -> Vectors | None:
+    """The project's vectors under the configured model: PostgreSQL's where it has pgvector
+    (no statement until searched), else the in-process index if the project has vectors."""
     model = embedder()
-    return indexes.get(project_id, model.name) if model is not None else None
+    if model is None:
+        return None
+    if pgvector.enabled():
+        return ProjectVectors(project_id, model.name)
+    return indexes.get(project_id, model.name)
 
 
 def _semantic(
-    index: VectorIndex, data_classes: Sequence[str], query: str, kinds: Collection[str] | None, limit: int
+    vectors: Vectors,
+    items: QuerySet[Fact],
+    data_classes: Sequence[str],
+    states: Sequence[str],
+    query: str,
+    kinds: Collection[str] | None,
+    limit: int,
 ) -> list[tuple[int, float]]:
-    """The nearest items to the query's meaning, unchecked: (fact id, cosine), best first."""
+    """The nearest items to the query's meaning: (fact id, cosine), best first.
+
+    The in-process index's are unchecked candidates; PostgreSQL's are already among `items`.
+    Both are checked against the scope with the lexical candidates (`_current`) all the same.
+    """
     model = embedder()
     # An exclusion ("-word") is a lexical promise the vectors cannot keep.
     if model is None or search.excluded(query) or not search.terms(query):
         return []
     vector = query_vectors.get(model, query)
-    near = index.nearest(vector, limit=limit * STALE_MARGIN, kinds=kinds, classes=data_classes)
+    if isinstance(vectors, ProjectVectors):
+        # Already current and visible: no margin for stale candidates is needed.
+        near = vectors.nearest(
+            vector, limit=limit, items=items, states=states, kinds=kinds, classes=data_classes
+        )
+    else:
+        near = vectors.nearest(vector, limit=limit * STALE_MARGIN, kinds=kinds, classes=data_classes)
     return [(fact_id, score) for fact_id, score in near if score >= MIN_SIMILARITY]
 
 

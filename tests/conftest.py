@@ -14,8 +14,10 @@ import uvicorn
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.cache import cache
+from django.db import connection
 from django.test import override_settings
 
+from memory.embeddings import pgvector
 from memory.embeddings.index import indexes
 from memory.lexical_index import lexical_indexes
 from memory.services import workspace_open
@@ -151,11 +153,31 @@ def _fresh_limits() -> None:
     over_rate_clear()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _pgvector_detected(django_db_setup: None, django_db_blocker: Any) -> None:
+    """Whether the test database has pgvector, looked up before any test counts its queries (a
+    server process does so on its first search)."""
+    if connection.vendor == "postgresql":
+        with django_db_blocker.unblock():
+            pgvector.forget()
+            pgvector.state()
+
+
 @pytest.fixture(autouse=True)
 def _fresh_read_indexes() -> None:
     """Each test starts with no in-process word or vector index: flushed databases reuse ids."""
     lexical_indexes.clear()
     indexes.clear()
+
+
+@pytest.fixture(params=["pgvector", "in-process"])
+def vector_store(request: pytest.FixtureRequest, db: None) -> Iterator[str]:
+    """Run a test once per vector store: PostgreSQL's pgvector (skipped where it is not installed)
+    and the in-process index (PGVECTOR off: what SQLite and a PostgreSQL without it use)."""
+    if request.param == "pgvector" and not pgvector.enabled():
+        pytest.skip("needs PostgreSQL with the pgvector extension (0.8 or later) installed")
+    with override_settings(UNFORGETTER={**settings.UNFORGETTER, "PGVECTOR": request.param == "pgvector"}):
+        yield str(request.param)
 
 
 def pytest_configure() -> None:

@@ -339,6 +339,9 @@ UNFORGETTER = {
     "EMBEDDINGS_URL": env.str("EMBEDDINGS_URL", default=""),
     "EMBEDDINGS_MODEL": env.str("EMBEDDINGS_MODEL", default="text-embedding-3-small"),
     "EMBEDDINGS_API_KEY": env.str("EMBEDDINGS_API_KEY", default=""),
+    # On PostgreSQL with the pgvector extension, search vectors there (memory.embeddings.pgvector);
+    # False keeps the in-process index everywhere.
+    "PGVECTOR": env.bool("PGVECTOR", default=True),
     "CURSOR_TTL": timedelta(seconds=env.int("CURSOR_TTL_SECONDS", default=15 * 60)),
     # The longest one ranking statement may run (memory.query_limits; 0: no limit).
     "SEARCH_STATEMENT_TIMEOUT_MS": env.int("SEARCH_STATEMENT_TIMEOUT_MS", default=2000),

@@ -6,6 +6,8 @@ with a progress bar). Vectors are derived data: writing them twice is harmless (
 version and model), and once every current item has a vector under the configured model, the
 vectors of other models are deleted (`embeddings_prune`), so a model change re-embeds in the
 background while the old vectors keep nothing mixed: the index reads one model's vectors only.
+Where PostgreSQL has pgvector, each vector's copy there is written with it
+(memory.embeddings.pgvector); deleting a vector's row deletes its copy.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
-from memory.embeddings import Embedder, embedder
+from memory.embeddings import Embedder, embedder, pgvector
 from memory.models import Embedding, Fact
 
 BATCH = 64
@@ -81,8 +84,10 @@ def embeddings_refresh(
     return report
 
 
+@transaction.atomic
 def _store(model: Embedder, batch: list[tuple[int, int, str, str, str]]) -> None:
     vectors = model.embed([row[4] for row in batch])
+    stored = [np.asarray(vector, dtype="<f2").tobytes() for vector in vectors]
     Embedding.objects.bulk_create(
         [
             Embedding(
@@ -91,11 +96,15 @@ def _store(model: Embedder, batch: list[tuple[int, int, str, str, str]]) -> None
                 model=model.name,
                 kind=kind,
                 data_class=data_class,
-                vector=np.asarray(vector, dtype="<f2").tobytes(),
+                vector=vector,
             )
-            for (fact_id, project, kind, data_class, _), vector in zip(batch, vectors, strict=True)
+            for (fact_id, project, kind, data_class, _), vector in zip(batch, stored, strict=True)
         ],
         ignore_conflicts=True,
+    )
+    # In the same transaction: a vector and its pgvector copy are never seen apart.
+    pgvector.store_copies(
+        model=model.name, rows=[(row[0], vector) for row, vector in zip(batch, stored, strict=True)]
     )
 
 

@@ -101,6 +101,7 @@ def test_search_memory_queries(memory: Tenant, django_assert_num_queries) -> Non
 
 
 @pytest.mark.skipif(embedder() is None, reason="the local model's package is not installed")
+@pytest.mark.usefixtures("vector_store")  # pgvector's one statement replaces the newest vector id's
 def test_hybrid_reads_check_both_sides_candidates_in_one_statement(
     memory: Tenant, django_assert_num_queries
 ) -> None:

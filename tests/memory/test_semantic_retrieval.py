@@ -25,6 +25,8 @@ from tests.readpath import RecordingMCPClient, _fresh_bundle_cache, add_item, sd
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
+    # Each test on PostgreSQL's pgvector where it is installed, and on the in-process index.
+    pytest.mark.usefixtures("vector_store"),
     pytest.mark.skipif(embeddings.embedder() is None, reason="the local model's package is not installed"),
 ]
 
