@@ -174,6 +174,9 @@ def _fresh_read_indexes() -> None:
 def vector_store(request: pytest.FixtureRequest, db: None) -> Iterator[str]:
     """Run a test once per vector store: PostgreSQL's pgvector (skipped where it is not installed)
     and the in-process index (PGVECTOR off: what SQLite and a PostgreSQL without it use)."""
+    if connection.vendor == "postgresql":
+        pgvector.forget()  # an earlier test may have patched or emptied what was detected
+        pgvector.state()
     if request.param == "pgvector" and not pgvector.enabled():
         pytest.skip("needs PostgreSQL with the pgvector extension (0.8 or later) installed")
     with override_settings(UNFORGETTER={**settings.UNFORGETTER, "PGVECTOR": request.param == "pgvector"}):
