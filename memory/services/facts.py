@@ -109,7 +109,7 @@ def fact_rows_insert(*, project: Project, rows: Sequence[FactRow]) -> int:
     """Insert validated rows in one statement stream: COPY on PostgreSQL, executemany on SQLite.
 
     The bulk path of import (DESIGN: 10,000 items/s): no model instances, no per-row SQL. The
-    full-text index follows by itself (a generated column, or the FTS5 triggers).
+    database keeps no full-text index to follow them (words are indexed in process).
     """
     now = timezone.now()
     values = [(project.workspace_id, project.pk, *row, text_digest(row.text), now) for row in rows]
