@@ -32,7 +32,6 @@ from memory.dispatch import consolidation_enqueue
 from memory.evidence import ref_hazard
 from memory.exceptions import DuplicateRequest
 from memory.models import Fact, Kind, Proposal, Taint
-from memory.prepared import Prepared
 from memory.redaction import redact
 from memory.rules import (
     MAX_EVIDENCE_ITEMS,
@@ -52,6 +51,7 @@ from memory.validation import (
 )
 from workspaces.exceptions import ForbiddenScope, InvalidRequest, RateLimited
 from workspaces.models import Project, Workspace
+from workspaces.prepared import Prepared
 from workspaces.scope import AgentScope
 from workspaces.selectors import project_for_agent
 from workspaces.throttle import window_hit
@@ -376,7 +376,7 @@ def _prepare(reads: _Reads, change: ProposedChange) -> Submitted:
     return Submitted(proposal=proposal)
 
 
-# The two reads every proposal makes, compiled once per process (memory.prepared).
+# The two reads every proposal makes, compiled once per process (workspaces.prepared).
 _replays_stored = Prepared(
     lambda workspace_id, actor, request_ids: Proposal.objects.filter(
         workspace_id=workspace_id, actor=actor, request_id__in=request_ids

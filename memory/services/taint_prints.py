@@ -15,10 +15,10 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from memory.fingerprints import bands, copies, shingles
 from memory.models import Fact, Proposal, Taint, TaintPrint
-from memory.prepared import Prepared
+from workspaces.prepared import Prepared
 
 _MAX_CANDIDATES = 20
-# Every proposal reads this; compiled once per process and number of bands (memory.prepared).
+# Every proposal reads this; compiled once per process and number of bands (workspaces.prepared).
 _prints_sharing = Prepared(
     lambda workspace_id, wanted: TaintPrint.objects.filter(
         workspace_id=workspace_id, band__in=wanted
