@@ -170,3 +170,50 @@ class PreparedObjects(Prepared):
             names=[column[0].target.attname for column in select[first:last]],
             populators=get_related_populators(klass_info, select, compiler.using),
         )
+
+
+class PreparedInsert:
+    """Inserts new instances of one model as `bulk_create` does, its SQL built once per row count.
+
+    Each field's value is prepared as the ORM prepares it for a save (`pre_save`, then
+    `get_db_prep_save`), and the primary keys come back from the statement (RETURNING) and are
+    set on the instances. Only for models whose primary key is the database's (an AutoField) and
+    instances without one; rows go in batches of what the database allows per statement.
+    """
+
+    def __init__(self, model: type[Model], *, using: str = "default") -> None:
+        self._model = model
+        self._using = using
+        self._sql: dict[tuple[str, int], str] = {}
+
+    def insert(self, instances: Sequence[Model]) -> None:
+        connection = connections[self._using]
+        meta = self._model._meta
+        fields = [f for f in meta.concrete_fields if f is not meta.pk and not getattr(f, "generated", False)]
+        size = max(1, connection.ops.bulk_batch_size(fields, instances))
+        for start in range(0, len(instances), size):
+            batch = instances[start : start + size]
+            params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in batch for f in fields]
+            with connection.cursor() as cursor:
+                cursor.execute(self._statement(connection.vendor, len(batch), fields), params)
+                keys = cursor.fetchall()
+            for obj, (key,) in zip(batch, keys, strict=True):
+                obj.pk = key
+                obj._state.adding = False
+                obj._state.db = self._using
+
+    def _statement(self, vendor: str, rows: int, fields: list[Any]) -> str:
+        sql = self._sql.get((vendor, rows))
+        if sql is None:
+            quote = connections[self._using].ops.quote_name
+            meta = self._model._meta
+            table, key, columns = (
+                quote(meta.db_table),
+                quote(meta.pk.column),
+                ", ".join(quote(f.column) for f in fields),
+            )
+            row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+            # Only quoted names from the model's meta and placeholders are interpolated.
+            sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * rows)} RETURNING {key}"  # noqa: S608
+            self._sql[(vendor, rows)] = sql
+        return sql
