@@ -7,10 +7,11 @@ from typing import Any
 import pytest
 
 from memory.models import Proposal
+from memory.refs import new_proposal_ref
 from memory.services import proposal_submit
 from tests.conftest import Tenant
 from workspaces.models import Connection
-from workspaces.prepared import Prepared, PreparedObjects
+from workspaces.prepared import Prepared, PreparedInsert, PreparedObjects
 from workspaces.selectors import agent_scope
 
 pytestmark = pytest.mark.django_db
@@ -93,3 +94,30 @@ def test_objects_of_a_queryset_the_iterator_would_treat_differently_are_refused(
     ):
         with pytest.raises(TypeError, match="plain querysets"):
             PreparedObjects(build).objects(tenant.workspace.pk)
+
+
+def test_inserted_instances_get_their_keys_and_store_what_a_save_would(tenant: Tenant) -> None:
+    _, connection = tenant.issue(actor="claude@tests")
+    proposal_submit(
+        scope=agent_scope(connection),
+        project_id="platform",
+        request_id="prepared-insert",
+        op="add_fact",
+        text="Deploys go out on Tuesdays.",
+        evidence=[{"ref": "docs/deploy.md", "trust": "trusted"}],
+    )
+    original = Proposal.objects.get(request_id="prepared-insert")
+    copies = []
+    for i in range(3):
+        copy = Proposal.objects.get(pk=original.pk)
+        copy.pk, copy.request_id, copy.ref, copy.seq = None, f"prepared-copy-{i}", new_proposal_ref(), 100 + i
+        copies.append(copy)
+    PreparedInsert(Proposal).insert(copies)
+    assert len({c.pk for c in copies}) == 3
+    for copy in copies:
+        assert copy.pk is not None
+        assert not copy._state.adding
+        stored = Proposal.objects.get(pk=copy.pk)
+        for f in Proposal._meta.concrete_fields:
+            assert getattr(stored, f.attname) == getattr(copy, f.attname), f.name
+    assert stored.evidence == original.evidence
