@@ -231,6 +231,37 @@ class LexicalIndex:
             for i, s, k in zip(self.ids[best], scores[best], KIND_NAMES[self.kinds[best]], strict=True)
         ]
 
+    def holding_every(
+        self,
+        query_words: Sequence[str],
+        *,
+        classes: Collection[str],
+        states: Collection[str],
+        kinds: Collection[str] | None,
+        without: Sequence[str] = (),
+        limit: int,
+    ) -> list[int]:
+        """The ids of the newest `limit` rows holding every one of these (stemmed) words.
+
+        The console's filter, unranked: one boolean pass per word over the rows the filter lets
+        through, so its cost does not grow with how many rows match.
+        """
+        if not len(self.ids) or limit <= 0 or not query_words:
+            return []
+        held = self._view(classes, states, kinds).allowed.copy()
+        for word in dict.fromkeys(query_words):
+            posting = self.postings.get(word)
+            if posting is None:
+                return []
+            rows = np.zeros(len(self.ids), dtype=bool)
+            rows[posting[0]] = True
+            held &= rows
+        for word in without:
+            excluded = self.postings.get(word)
+            if excluded is not None:
+                held[excluded[0]] = False
+        return [int(i) for i in np.sort(self.ids[held])[::-1][:limit]]
+
     def mark_dead(self, fact_ids: Iterable[int]) -> None:
         """Rows a caller found no longer current: they stop being candidates (monotone)."""
         wanted = np.fromiter(fact_ids, dtype=np.int64)

@@ -1,8 +1,8 @@
 """Words a question is made of that say nothing about what it asks for.
 
-PostgreSQL's `english` configuration drops its own list when it parses a query; SQLite's FTS5 has
-none, so search drops these before it builds an OR query. The list is short on purpose: a word
-that names something ("service", "deploy", "retry") is never here.
+The word index holds every word, stop words too, so a query's keywords (memory.search) leave
+these out before it is matched. The list is short on purpose: a word that names something
+("service", "deploy", "retry") is never here.
 """
 
 from __future__ import annotations

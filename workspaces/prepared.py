@@ -6,20 +6,25 @@ profiled, a proposal's five small indexed reads spent about 60% of its CPU in `f
 values in each list argument) with stand-in values, compiled by the ORM itself, and the stand-ins
 are then replaced by each call's values: the SQL is exactly what the ORM would have sent.
 
-Only for `values_list` queries; each value is converted as the ORM converts it (a date read from
-SQLite's text becomes a datetime). A query built with `raw=True` skips the conversion and returns
-what the database driver gives: for comparing a row with itself, never for reading it.
+`Prepared` is for `values_list` queries; each value is converted as the ORM converts it (a date
+read from SQLite's text becomes a datetime), and one built with `raw=True` returns what the
+database driver gives, unconverted: for comparing a row with itself, never for reading it.
+`PreparedObjects` is for querysets of model instances (with `select_related`):
+rows are converted and instances built as the ORM's own iterator builds them.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
+from django.db.models.query import ModelIterable, get_related_populators  # type: ignore[attr-defined]
+from django.db.models.sql.compiler import SQLCompiler
 
 # Stand-ins no real value is: a call's values are matched to the compiled parameters through them.
 _INT_BASE = -(2**62) + 7_919
@@ -28,8 +33,6 @@ _TEXT_MARK = "\x00prepared-stand-in-{}\x00"
 Shape = tuple[int | None, ...]  # per argument: the length of a list argument, or None for a scalar
 # Where a compiled parameter's value comes from: (argument, index in it or None), or (None, a constant).
 Slot = tuple[int, int | None] | tuple[None, Any]
-# A compiled shape: its SQL, its parameters' slots, and the conversion of its rows (None: none needed).
-_Compiled = tuple[str, list[Slot], Callable[[list[Any]], list[tuple[Any, ...]]] | None]
 
 
 class Prepared:
@@ -45,11 +48,21 @@ class Prepared:
         self._build = build
         self._using = using
         self._raw = raw
-        # (vendor, shape) -> its SQL, slots and converter, or None where the ORM knows the answer
-        # is empty
-        self._compiled: dict[tuple[str, Shape], _Compiled | None] = {}
+        # (vendor, shape) -> its SQL and slots, or None where the ORM knows the answer is empty
+        self._compiled: dict[tuple[str, Shape], tuple[str, list[Slot], SQLCompiler] | None] = {}
 
     def rows(self, *args: Any) -> list[tuple[Any, ...]]:
+        ran = self._run(args)
+        if ran is None:
+            return []
+        compiler, fetched = ran
+        converters = {} if self._raw else compiler.get_converters([c for c, _, _ in compiler.select])
+        if converters:
+            return [tuple(row) for row in compiler.apply_converters(fetched, converters)]
+        return [tuple(row) for row in fetched]
+
+    def _run(self, args: Sequence[Any]) -> tuple[SQLCompiler, list[Any]] | None:
+        """The compiler of the query's shape and the rows its SQL returns with `args`."""
         connection = connections[self._using]
         shape: Shape = tuple(len(a) if isinstance(a, list | tuple | set | frozenset) else None for a in args)
         key = (connection.vendor, shape)
@@ -57,8 +70,8 @@ class Prepared:
             self._compiled[key] = self._compile(args, shape)
         compiled = self._compiled[key]
         if compiled is None:
-            return []
-        sql, slots, convert = compiled
+            return None
+        sql, slots, compiler = compiled
         values = [list(a) if length is not None else a for a, length in zip(args, shape, strict=True)]
         params = [
             slot[1] if slot[0] is None else (values[slot[0]] if slot[1] is None else values[slot[0]][slot[1]])
@@ -66,10 +79,12 @@ class Prepared:
         ]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            fetched = cursor.fetchall()
-        return convert(fetched) if convert else [tuple(row) for row in fetched]
+            return compiler, cursor.fetchall()
 
-    def _compile(self, args: Sequence[Any], shape: Shape) -> _Compiled | None:
+    def _check(self, queryset: QuerySet[Any, Any], compiler: SQLCompiler) -> None:
+        """Refuse, at its first compilation, a queryset this kind of query cannot answer."""
+
+    def _compile(self, args: Sequence[Any], shape: Shape) -> tuple[str, list[Slot], SQLCompiler] | None:
         counter = itertools.count()
         where: dict[Any, tuple[int, int | None]] = {}
 
@@ -91,14 +106,7 @@ class Prepared:
             sql, params = compiler.as_sql()
         except EmptyResultSet:  # an empty `__in`: the ORM answers [] without asking the database
             return None
-        columns = [column for column, _, _ in compiler.select]
-        converters = {} if self._raw else compiler.get_converters(columns)
-
-        def converted(fetched: list[Any]) -> list[tuple[Any, ...]]:
-            return [tuple(row) for row in compiler.apply_converters(fetched, converters)]
-
-        convert = converted if converters else None
-
+        self._check(queryset, compiler)
         slots: list[Slot] = [
             where[p] if (isinstance(p, int | str) and p in where) else (None, p) for p in params
         ]
@@ -106,4 +114,115 @@ class Prepared:
             1 if length is None else length for length in shape
         ):
             raise TypeError("Every argument of a prepared query must appear once in its SQL.")
-        return sql, slots, convert
+        return sql, slots, compiler
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How a compiled query's rows become instances: what ModelIterable works out per queryset."""
+
+    converters: dict[int, Any]
+    model: type[Model]
+    first: int
+    last: int
+    names: list[str]
+    populators: list[Any]
+
+
+class PreparedObjects(Prepared):
+    """`build(*args)` returns a queryset of model instances; `objects(*args)` runs its compiled SQL.
+
+    The instances are built as Django's ModelIterable builds them (the database's values
+    converted, the `select_related` instances populated) from what the compiler worked out once
+    per shape: only the compiling is skipped. For plain querysets: no annotations, `only()`,
+    `defer()` or prefetching; anything else raises when it is compiled.
+    """
+
+    def __init__(self, build: Callable[..., QuerySet[Any, Any]], *, using: str = "default") -> None:
+        super().__init__(build, using=using)
+        self._plans: dict[int, _Plan] = {}
+
+    def objects(self, *args: Any) -> list[Model]:
+        ran = self._run(args)
+        if ran is None:
+            return []
+        compiler, rows = ran
+        plan = self._plans[id(compiler)]
+        if plan.converters:
+            rows = list(compiler.apply_converters(rows, plan.converters))
+        db = compiler.using
+        found = []
+        for row in rows:
+            instance = plan.model.from_db(db, plan.names, row[plan.first : plan.last])
+            for populator in plan.populators:
+                populator.populate(row, instance)
+            found.append(instance)
+        return found
+
+    def _check(self, queryset: QuerySet[Any, Any], compiler: SQLCompiler) -> None:
+        if (
+            queryset._iterable_class is not ModelIterable
+            or getattr(queryset, "_prefetch_related_lookups", False)
+            or getattr(queryset, "_known_related_objects", False)
+            or compiler.annotation_col_map
+            or compiler.query.deferred_loading != (frozenset(), True)
+            or compiler.klass_info is None
+        ):
+            raise TypeError("Prepared objects are plain querysets: no annotations, only() or defer().")
+        select, klass_info = compiler.select, compiler.klass_info
+        first, last = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
+        self._plans[id(compiler)] = _Plan(
+            converters=compiler.get_converters([column[0] for column in select[: compiler.col_count]]),
+            model=klass_info["model"],
+            first=first,
+            last=last,
+            names=[column[0].target.attname for column in select[first:last]],
+            populators=get_related_populators(klass_info, select, compiler.using),
+        )
+
+
+class PreparedInsert:
+    """Inserts new instances of one model as `bulk_create` does, its SQL built once per row count.
+
+    Each field's value is prepared as the ORM prepares it for a save (`pre_save`, then
+    `get_db_prep_save`), and the primary keys come back from the statement (RETURNING) and are
+    set on the instances. Only for models whose primary key is the database's (an AutoField) and
+    instances without one; rows go in batches of what the database allows per statement.
+    """
+
+    def __init__(self, model: type[Model], *, using: str = "default") -> None:
+        self._model = model
+        self._using = using
+        self._sql: dict[tuple[str, int], str] = {}
+
+    def insert(self, instances: Sequence[Model]) -> None:
+        connection = connections[self._using]
+        meta = self._model._meta
+        fields = [f for f in meta.concrete_fields if f is not meta.pk and not getattr(f, "generated", False)]
+        size = max(1, connection.ops.bulk_batch_size(fields, instances))
+        for start in range(0, len(instances), size):
+            batch = instances[start : start + size]
+            params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in batch for f in fields]
+            with connection.cursor() as cursor:
+                cursor.execute(self._statement(connection.vendor, len(batch), fields), params)
+                keys = cursor.fetchall()
+            for obj, (key,) in zip(batch, keys, strict=True):
+                obj.pk = key
+                obj._state.adding = False
+                obj._state.db = self._using
+
+    def _statement(self, vendor: str, rows: int, fields: list[Any]) -> str:
+        sql = self._sql.get((vendor, rows))
+        if sql is None:
+            quote = connections[self._using].ops.quote_name
+            meta = self._model._meta
+            table, key, columns = (
+                quote(meta.db_table),
+                quote(meta.pk.column),
+                ", ".join(quote(f.column) for f in fields),
+            )
+            row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+            # Only quoted names from the model's meta and placeholders are interpolated.
+            sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * rows)} RETURNING {key}"  # noqa: S608
+            self._sql[(vendor, rows)] = sql
+        return sql

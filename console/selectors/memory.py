@@ -9,8 +9,9 @@ from django.db.models import Q, QuerySet
 from memory import search
 from memory.models import Fact, Proposal, State
 from memory.refs import is_ref
+from memory.word_filter import holding_every_word
 from workspaces.exceptions import NotFound
-from workspaces.models import DataClass, Project, Workspace
+from workspaces.models import Project, Workspace
 
 MAX_RANKED = 500
 
@@ -19,7 +20,7 @@ def memory_items(workspace: Workspace, filters: dict[str, Any]) -> QuerySet[Fact
     """Items of the workspace by project, kind and state, with a search.
 
     A search that is exactly a ref finds that item. Inside one project, words are matched with
-    the full-text index (the best `MAX_RANKED` matches, all of them containing every word), so a
+    the word index (the newest `MAX_RANKED` items holding every word: memory.word_filter), so a
     project of a million items stays fast; across projects the text is matched as a substring.
     """
     queryset = Fact.objects.filter(workspace=workspace).select_related("project")
@@ -41,15 +42,15 @@ def memory_items(workspace: Workspace, filters: dict[str, Any]) -> QuerySet[Fact
     if query and is_ref(query):
         queryset = queryset.filter(ref=query)
     elif query and project is not None and search.terms(query):
-        hits = search.rank(
+        found = holding_every_word(
+            items=queryset,
             project_id=project.pk,
-            data_classes=list(DataClass.values),
             states=states,
             kinds=[filters["kind"]] if filters.get("kind") else None,
             query=query,
             limit=MAX_RANKED,
         )
-        queryset = queryset.filter(id__in=[hit.fact_id for hit in hits])
+        queryset = queryset.filter(id__in=found)
     elif query:
         queryset = queryset.filter(text__icontains=query)
     return queryset.order_by("-created_at", "-id")

@@ -102,6 +102,10 @@ class _SecretRule:
             if self.validate(match.group(group)):
                 yield match.span(group)
 
+    @property
+    def signal(self) -> Signal:
+        return Signal(KIND_SECRET, self.label, self.detail)
+
 
 _ROTATE: Final = "remove it from the memory item and rotate it."
 _SECRET_RULES: Final = (
@@ -235,6 +239,9 @@ _SECRET_RULES: Final = (
     ),
 )
 
+# The rules that check their own words first (see _TOKEN_MARKS).
+_GATED_RULES: Final = tuple(rule for rule in _SECRET_RULES if rule.needles)
+
 # Assignments are found from the (lower-cased) key word outwards: plain ``str.find`` scans are much
 # cheaper than a case-insensitive alternation over the whole text.
 _ASSIGNMENT_KEYS: Final = ("password", "passwd", "passphrase", "pwd", "secret", "token", "key")
@@ -318,12 +325,19 @@ _ASSIGNED_KEY_SIGNAL: Final = Signal(
 )
 
 
+# Most texts hold none of the characters every token rule's match starts with or contains: such a
+# text is only given to the rules gated by words (checked by `spans` itself) and the assignments.
+# Each ungated rule's match holds one of these, so a text without any cannot match the rule.
+_TOKEN_MARKS: Final = ("-", "_", "://", "AKIA", "ASIA", "AIza", "eyJ")
+
+
 def secret_spans(text: str) -> Iterator[tuple[int, int, Signal]]:
     """Every secret value in ``text``: (start, end, signal), rule by rule, for redaction."""
     lowered = text.lower()
-    for rule in _SECRET_RULES:
+    rules = _SECRET_RULES if any(mark in text for mark in _TOKEN_MARKS) else _GATED_RULES
+    for rule in rules:
         for start, end in rule.spans(text, lowered):
-            yield start, end, Signal(KIND_SECRET, rule.label, rule.detail)
+            yield start, end, rule.signal
     yield from _assignment_spans(text, lowered)
 
 

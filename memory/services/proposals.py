@@ -51,7 +51,7 @@ from memory.validation import (
 )
 from workspaces.exceptions import ForbiddenScope, InvalidRequest, RateLimited
 from workspaces.models import Project, Workspace
-from workspaces.prepared import Prepared
+from workspaces.prepared import Prepared, PreparedInsert
 from workspaces.scope import AgentScope
 from workspaces.selectors import project_for_agent
 from workspaces.throttle import window_hit
@@ -391,6 +391,10 @@ _ledger_head = Prepared(
 )
 
 
+# Every proposal is inserted through this: its SQL is built once per process and row count.
+_proposals_insert = PreparedInsert(Proposal)
+
+
 def _store(workspace_id: int, proposals: Sequence[Proposal]) -> None:
     """Insert prepared proposals in order, each attested after the one before it."""
     with transaction.atomic():
@@ -405,7 +409,7 @@ def _store(workspace_id: int, proposals: Sequence[Proposal]) -> None:
             seq += 1
             proposal.seq = seq
             proposal.attestation = previous = ledger.attest(proposal, previous)
-        Proposal.objects.bulk_create(proposals, batch_size=_CHUNK)
+        _proposals_insert.insert(proposals)
         transaction.on_commit(lambda: consolidation_enqueue(workspace_id), robust=True)
 
 

@@ -65,6 +65,37 @@ def test_search_inside_a_project_uses_the_full_text_index(owner: Client, tenant:
     assert retired.ref in owner.get(memory_url(q=retired.ref, state="all")).content.decode()
 
 
+def test_search_inside_a_project_matches_every_word_by_its_stem_less_excluded_ones(
+    owner: Client, tenant: Tenant
+) -> None:
+    platform = tenant.projects["platform"]
+    fact_create(project=platform, kind=Kind.DECISION, text="Deploys run blue-green on Tuesdays.", actor="o")
+    fact_create(project=platform, kind=Kind.FACT, text="The Tuesday deployment uses canaries.", actor="o")
+    fact_create(project=platform, kind=Kind.FACT, text="Deployments are frozen in December.", actor="o")
+    found = owner.get(memory_url(project="platform", q="deployed+tuesday")).content.decode()
+    assert "blue-green" in found
+    assert "deployment uses canaries" in found
+    assert "frozen" not in found  # only one of the two words
+    narrowed = owner.get(memory_url(project="platform", q="deployed+tuesday+-canaries")).content.decode()
+    assert "blue-green" in narrowed
+    assert "deployment uses canaries" not in narrowed  # the query itself is echoed in the page
+    assert "blue-green" not in owner.get(memory_url(project="platform", q="deploys+fridays")).content.decode()
+
+
+def test_search_follows_an_item_that_stopped_being_current_after_it_was_found(
+    owner: Client, tenant: Tenant
+) -> None:
+    platform = tenant.projects["platform"]
+    item = fact_create(project=platform, kind=Kind.FACT, text="Releases ship from the train.", actor="o")
+    assert "from the train." in owner.get(memory_url(project="platform", q="releases")).content.decode()
+    Fact.objects.filter(pk=item.pk).update(state=State.SUPERSEDED)  # as a newer version does
+    assert "from the train." not in owner.get(memory_url(project="platform", q="releases")).content.decode()
+    everything = owner.get(memory_url(project="platform", q="releases", state="all")).content.decode()
+    assert "from the train." in everything
+    superseded = owner.get(memory_url(project="platform", q="released", state="superseded")).content.decode()
+    assert "from the train." in superseded
+
+
 def test_browser_never_shows_another_workspace(owner: Client, tenant: Tenant, other_tenant: Tenant) -> None:
     fact = fact_create(
         project=other_tenant.projects["platform"], kind=Kind.FACT, text="Globex secret.", actor="o"

@@ -1,0 +1,139 @@
+"""Prepared queries answer exactly what the ORM's querysets answer, for every shape of argument."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memory.models import Proposal
+from memory.refs import new_proposal_ref
+from memory.services import proposal_submit
+from tests.conftest import Tenant
+from workspaces.models import Connection
+from workspaces.prepared import Prepared, PreparedInsert, PreparedObjects
+from workspaces.selectors import agent_scope
+
+pytestmark = pytest.mark.django_db
+
+
+def _by_request(workspace_id: int, actor: str, request_ids: list[str]) -> Any:
+    return Proposal.objects.filter(
+        workspace_id=workspace_id, actor=actor, request_id__in=request_ids
+    ).values_list("request_id", "seq")
+
+
+def test_rows_match_the_querysets_for_scalars_and_lists_of_any_length(tenant: Tenant) -> None:
+    _, connection = tenant.issue(actor="claude@tests")
+    for i in range(4):
+        proposal_submit(
+            scope=agent_scope(connection),
+            project_id="platform",
+            request_id=f"prepared-{i}",
+            op="add_fact",
+            text=f"Service {i} exposes /healthz.",
+            evidence=[{"ref": f"runbooks/{i}.md", "trust": "trusted"}],
+        )
+    prepared = Prepared(_by_request)
+    workspace = tenant.workspace.pk
+    for wanted in (["prepared-1"], ["prepared-0", "prepared-3", "absent-1"], [], ["prepared-2"] * 2):
+        for actor in ("claude@tests", "someone@else"):
+            assert sorted(prepared.rows(workspace, actor, wanted)) == sorted(
+                _by_request(workspace, actor, wanted)
+            )
+    assert len(prepared.rows(workspace, "claude@tests", ["prepared-0", "prepared-3", "absent-1"])) == 2
+
+
+def test_columns_that_need_converting_come_back_as_the_orm_gives_them(tenant: Tenant) -> None:
+    _, connection = tenant.issue(actor="claude@tests")
+    proposal_submit(
+        scope=agent_scope(connection),
+        project_id="platform",
+        request_id="prepared-json",
+        op="add_fact",
+        text="Service 7 exposes /healthz.",
+        evidence=[{"ref": "runbooks/7.md", "trust": "trusted"}],
+    )
+
+    def build(workspace_id: int) -> Any:
+        return Proposal.objects.filter(workspace_id=workspace_id).values_list("evidence", "created_at")
+
+    converted = Prepared(build).rows(tenant.workspace.pk)
+    assert converted == list(build(tenant.workspace.pk))
+    assert isinstance(converted[0][0], list)
+    assert converted[0][1].tzinfo is not None
+    # raw: what the driver returns, for comparing a row with itself (JSON stays text)
+    raw = Prepared(build, raw=True).rows(tenant.workspace.pk)
+    assert len(raw) == 1
+    assert isinstance(raw[0][0], str)
+
+
+def _connections_by_actor(workspace_id: int, actor: str) -> Any:
+    return Connection.objects.select_related("workspace", "zone").filter(
+        workspace_id=workspace_id, actor=actor
+    )
+
+
+def test_objects_are_the_querysets_instances_with_their_related_ones_and_converted_values(
+    tenant: Tenant, other_tenant: Tenant, django_assert_num_queries: Any
+) -> None:
+    _, mine = tenant.issue(actor="claude@tests")
+    tenant.issue(actor="claude@tests")
+    other_tenant.issue(actor="claude@tests")
+    prepared = PreparedObjects(_connections_by_actor)
+    for workspace, actor in ((tenant.workspace.pk, "claude@tests"), (tenant.workspace.pk, "nobody")):
+        expected = list(_connections_by_actor(workspace, actor))
+        found = prepared.objects(workspace, actor)
+        assert [c.pk for c in found] == [c.pk for c in expected]
+        for got, want in zip(found, expected, strict=True):
+            assert all(
+                getattr(got, f.attname) == getattr(want, f.attname) for f in Connection._meta.concrete_fields
+            )
+    with django_assert_num_queries(1):  # the related rows come with it, values already converted
+        (first, *_) = [c for c in prepared.objects(tenant.workspace.pk, "claude@tests") if c.pk == mine.pk]
+        assert isinstance(first, Connection)
+        assert first.workspace.slug == tenant.workspace.slug
+        assert first.zone.name == mine.zone.name
+        assert first.expires_at == mine.expires_at  # a datetime, as the ORM converts it
+        assert isinstance(first.data_classes, list)
+    assert first._state.db == "default"
+    assert not first._state.adding
+
+
+def test_objects_of_a_queryset_the_iterator_would_treat_differently_are_refused(tenant: Tenant) -> None:
+    for build in (
+        lambda workspace_id: Connection.objects.filter(workspace_id=workspace_id).only("actor"),
+        lambda workspace_id: Connection.objects.filter(workspace_id=workspace_id).prefetch_related(
+            "projects"
+        ),
+        lambda workspace_id: Connection.objects.filter(workspace_id=workspace_id).values_list("pk"),
+    ):
+        with pytest.raises(TypeError, match="plain querysets"):
+            PreparedObjects(build).objects(tenant.workspace.pk)
+
+
+def test_inserted_instances_get_their_keys_and_store_what_a_save_would(tenant: Tenant) -> None:
+    _, connection = tenant.issue(actor="claude@tests")
+    proposal_submit(
+        scope=agent_scope(connection),
+        project_id="platform",
+        request_id="prepared-insert",
+        op="add_fact",
+        text="Deploys go out on Tuesdays.",
+        evidence=[{"ref": "docs/deploy.md", "trust": "trusted"}],
+    )
+    original = Proposal.objects.get(request_id="prepared-insert")
+    copies = []
+    for i in range(3):
+        copy = Proposal.objects.get(pk=original.pk)
+        copy.pk, copy.request_id, copy.ref, copy.seq = None, f"prepared-copy-{i}", new_proposal_ref(), 100 + i
+        copies.append(copy)
+    PreparedInsert(Proposal).insert(copies)
+    assert len({c.pk for c in copies}) == 3
+    for copy in copies:
+        assert copy.pk is not None
+        assert not copy._state.adding
+        stored = Proposal.objects.get(pk=copy.pk)
+        for f in Proposal._meta.concrete_fields:
+            assert getattr(stored, f.attname) == getattr(copy, f.attname), f.name
+    assert stored.evidence == original.evidence
