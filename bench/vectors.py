@@ -1,7 +1,7 @@
 """The semantic side's two costs per call, measured in process: `python bench/vectors.py ROWS`.
 
-Embedding every benchmark item with the local model would take hours on this machine kind (the
-model embeds about 15 items of 40 words per second and core), so `bench/run.py` embeds a few
+Embedding every benchmark item with the local model would take long on this machine kind (the
+int8 model embeds about 80 items of 40 words per second and core), so `bench/run.py` embeds a few
 hundred items to run the hybrid ranking end to end, and this script times what grows with the
 project and what a new task costs, at the full size:
 

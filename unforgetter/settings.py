@@ -342,6 +342,10 @@ UNFORGETTER = {
     # On PostgreSQL with the pgvector extension, search vectors there (memory.embeddings.pgvector);
     # False keeps the in-process index everywhere.
     "PGVECTOR": env.bool("PGVECTOR", default=True),
+    # The local embedder: the folder its int8 model is built into once (memory.embeddings.minilm),
+    # and its threads per call (one: `make run` starts one worker process per core).
+    "MODELS_DIR": Path(env.str("MODELS_DIR", default=str(BASE_DIR / "var" / "models"))),
+    "EMBEDDER_THREADS": env.int("EMBEDDER_THREADS", default=1),
     "CURSOR_TTL": timedelta(seconds=env.int("CURSOR_TTL_SECONDS", default=15 * 60)),
     # The longest one ranking statement may run (memory.query_limits; 0: no limit).
     "SEARCH_STATEMENT_TIMEOUT_MS": env.int("SEARCH_STATEMENT_TIMEOUT_MS", default=2000),

@@ -1,8 +1,8 @@
 """Sentence embeddings: the pluggable embedder, the query-vector cache and the vector index.
 
 An embedder turns texts into unit-length float32 rows (`Embedder`). Which one runs is the
-`EMBEDDER` setting: "local" (all-MiniLM-L6-v2 from its PyPI package, numpy on the CPU; see
-memory.embeddings.minilm), "openai" (any OpenAI-compatible `/embeddings` endpoint, see
+`EMBEDDER` setting: "local" (all-MiniLM-L6-v2 from its PyPI package, int8 on the CPU with ONNX
+Runtime; see memory.embeddings.minilm), "openai" (any OpenAI-compatible `/embeddings` endpoint, see
 memory.embeddings.remote) or "off". With none available retrieval is lexical alone, and every
 vector-dependent step is skipped.
 """
@@ -50,7 +50,10 @@ def embedder() -> Embedder | None:
 def _build(kind: str, url: str, model: str) -> Embedder | None:
     if kind == "local":
         path = minilm.model_zip()
-        return minilm.MiniLM(path) if path else None
+        conf = settings.UNFORGETTER
+        return (
+            minilm.MiniLM(path, folder=conf["MODELS_DIR"], threads=conf["EMBEDDER_THREADS"]) if path else None
+        )
     if kind == "openai" and url:
         return remote.RemoteEmbedder(url=url, model=model, api_key=settings.UNFORGETTER["EMBEDDINGS_API_KEY"])
     return None
@@ -61,8 +64,8 @@ class _QueryVectors:
 
     `prefetch` starts embedding a text on a thread of its own, so that a call's other work (the
     credential's publication, the standing part, the word ranking) runs meanwhile; `get` then
-    waits for that result instead of embedding the text again. numpy releases the GIL in the
-    model's matrix products, so the two overlap.
+    waits for that result instead of embedding the text again. ONNX Runtime releases the GIL
+    while the model runs, so the two overlap.
     """
 
     def __init__(self, size: int) -> None:

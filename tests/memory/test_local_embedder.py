@@ -1,0 +1,83 @@
+"""The local embedder: all-MiniLM-L6-v2 as an int8 ONNX Runtime model built from the package's
+weights (memory.embeddings.minilm, memory.embeddings.encoder_graph).
+
+Retrieval through it is tested over MCP in test_semantic_retrieval; these pin the vectors
+themselves and the built model file every worker process shares.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+import pytest
+
+from memory import embeddings
+from memory.embeddings import encoder_graph, minilm
+
+pytestmark = pytest.mark.skipif(
+    minilm.model_zip() is None, reason="the local model's package is not installed"
+)
+
+DEPLOYS = "The web frontend is deployed to production every Tuesday."
+PARAPHRASE = "On which weekday do we ship the site to prod?"
+UNRELATED = "Invoices are archived after a year."
+TEXTS = [DEPLOYS, PARAPHRASE, UNRELATED, "Use ruff for lint", "a", "retries " * 200]
+
+
+@pytest.fixture(scope="module")
+def local() -> minilm.MiniLM:
+    found = embeddings.embedder()
+    assert isinstance(found, minilm.MiniLM)
+    return found
+
+
+def test_vectors_are_unit_rows_of_384_float32(local: minilm.MiniLM) -> None:
+    vectors = local.embed(TEXTS)
+    assert vectors.shape == (len(TEXTS), 384)
+    assert vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_text_has_the_same_vector_alone_and_among_others(local: minilm.MiniLM) -> None:
+    together = local.embed(TEXTS)
+    alone = np.vstack([local.embed([text]) for text in TEXTS])
+    assert np.array_equal(together, alone)
+    assert np.array_equal(local.embed(list(reversed(TEXTS))), together[::-1])
+
+
+def test_a_paraphrase_is_closer_than_an_unrelated_sentence(local: minilm.MiniLM) -> None:
+    deploys, paraphrase, unrelated = local.embed([DEPLOYS, PARAPHRASE, UNRELATED])
+    assert float(deploys @ paraphrase) > float(deploys @ unrelated) + 0.2
+
+
+def test_int8_vectors_stay_close_to_the_float32_graphs(local: minilm.MiniLM) -> None:
+    path = minilm.model_zip()
+    assert path is not None
+    with zipfile.ZipFile(path) as archive, archive.open("model.safetensors") as stream:
+        graph = encoder_graph.build(minilm._safetensors(stream))
+    exact = onnxruntime.InferenceSession(graph.SerializeToString(), providers=["CPUExecutionProvider"])
+    tokenizer = local._load()[1]
+    for text, vector in zip(TEXTS, local.embed(TEXTS), strict=True):
+        ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
+        reference = exact.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})[0][0]
+        # Near but not equal: why the int8 model's vectors are stored under a name of their own.
+        assert 0.97 < float(reference @ vector) < 0.99999, text
+    assert local.name != "all-MiniLM-L6-v2"
+
+
+def test_the_model_file_is_built_once_and_then_reused(tmp_path: Path) -> None:
+    weights = minilm.model_zip()
+    assert weights is not None
+    built = minilm.built_model(weights, tmp_path / "models")
+    assert built.parent == tmp_path / "models"
+    assert f"-b{minilm.BUILDER_VERSION}-" in built.name
+    assert [p.name for p in built.parent.iterdir()] == [built.name]  # no partial file left behind
+    written = built.stat().st_mtime_ns
+    assert minilm.built_model(weights, tmp_path / "models") == built
+    assert built.stat().st_mtime_ns == written
+
+    fresh = minilm.MiniLM(weights, folder=tmp_path / "models", threads=2)
+    assert np.allclose(fresh.embed([DEPLOYS]), embeddings.embedder().embed([DEPLOYS]), atol=1e-6)  # type: ignore[union-attr]
