@@ -24,6 +24,7 @@ $(STAMP): pyproject.toml
 
 migrate: setup
 	$(PY) manage.py migrate --noinput
+	$(PY) manage.py prepare_embedder
 
 # PORT reaches the settings too: unless PUBLIC_URL is set, every printed URL uses it.
 run: migrate

@@ -7,12 +7,16 @@ themselves and the built model file every worker process shares.
 
 from __future__ import annotations
 
+import io
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import onnxruntime
 import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.test import override_settings
 
 from memory import embeddings
 from memory.embeddings import encoder_graph, minilm
@@ -81,3 +85,20 @@ def test_the_model_file_is_built_once_and_then_reused(tmp_path: Path) -> None:
 
     fresh = minilm.MiniLM(weights, folder=tmp_path / "models", threads=2)
     assert np.allclose(fresh.embed([DEPLOYS]), embeddings.embedder().embed([DEPLOYS]), atol=1e-6)  # type: ignore[union-attr]
+
+
+def test_prepare_embedder_leaves_the_model_file_every_process_loads(local: minilm.MiniLM) -> None:
+    out = io.StringIO()
+    call_command("prepare_embedder", stdout=out)
+    weights = minilm.model_zip()
+    assert weights is not None
+    built = minilm.built_model(weights, settings.UNFORGETTER["MODELS_DIR"])
+    assert out.getvalue().startswith(f"{minilm.NAME}: {built} (")
+    assert built.is_file()
+
+
+def test_prepare_embedder_does_nothing_without_the_local_embedder() -> None:
+    out = io.StringIO()
+    with override_settings(UNFORGETTER={**settings.UNFORGETTER, "EMBEDDER": "off"}):
+        call_command("prepare_embedder", stdout=out)
+    assert out.getvalue() == "No local embedder to prepare.\n"
