@@ -156,9 +156,9 @@ def _catalogue_query(
     )
 
 
-# list_projects on every agent's first call: `project_catalogue`, compiled once per process.
+# list_projects on every agent's first call: `project_catalogue`, compiled once per process and
+# shape (with and without a project list).
 _CATALOGUE = Prepared(_catalogue_query)
-_LISTED_CATALOGUE = Prepared(_catalogue_query)
 
 
 def project_catalogue_entries(scope: AgentScope) -> list[CatalogueEntry]:
@@ -167,7 +167,7 @@ def project_catalogue_entries(scope: AgentScope) -> list[CatalogueEntry]:
     if scope.project_ids is None:
         rows = _CATALOGUE.rows(scope.workspace_id, classes)
     else:
-        rows = _LISTED_CATALOGUE.rows(scope.workspace_id, classes, sorted(scope.project_ids))
+        rows = _CATALOGUE.rows(scope.workspace_id, classes, sorted(scope.project_ids))
     return [CatalogueEntry(*row) for row in rows]
 
 
