@@ -25,6 +25,7 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 from mcpbridge.asgi import build_mcp_app  # noqa: E402
 from memory.worker import embedded_start, embedded_stop  # noqa: E402
+from unforgetter.collector import settle_after_startup  # noqa: E402
 from workspaces.logs import request_id, request_id_for  # noqa: E402
 from workspaces.net import client_address  # noqa: E402
 
@@ -123,6 +124,7 @@ class Router:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 await sync_to_async(embedded_start, thread_sensitive=False)()
+                settle_after_startup()
             elif message["type"] == "lifespan.shutdown":
                 await sync_to_async(embedded_stop, thread_sensitive=False)()
             return message
