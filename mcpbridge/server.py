@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from django.conf import settings
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools.base import Tool
@@ -272,7 +273,7 @@ def build_server() -> MCPServer:
         )
         for fn, name, title, model, annotations, description in TOOL_SPECS
     ]
-    return MCPServer(
+    server = MCPServer(
         name="unforgetter",
         title="Unforgetter",
         instructions=INSTRUCTIONS,
@@ -288,3 +289,8 @@ def build_server() -> MCPServer:
         ),
         token_verifier=ConnectionTokenVerifier(),
     )
+    if not settings.UNFORGETTER["MCP_TRACE_SPANS"]:
+        # The SDK opens a span per message even with no exporter installed (then a no-op span):
+        # about a tenth of a call's fixed cost. Its own comment says to drop it to opt out.
+        server.middleware[:] = [m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
+    return server

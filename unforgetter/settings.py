@@ -396,6 +396,9 @@ UNFORGETTER = {
     # Threads per process running MCP requests' database work (mcpbridge.threads); at most
     # DB_POOL_MAX on PostgreSQL, so the console and the consolidator still find a connection.
     "MCP_REQUEST_THREADS": env.int("MCP_REQUEST_THREADS", default=8),
+    # The MCP SDK's OpenTelemetry span around every message (mcpbridge.server): off unless a
+    # deployment installs an OpenTelemetry SDK and exporter to collect them.
+    "MCP_TRACE_SPANS": env.bool("MCP_TRACE_SPANS", default=False),
 }
 
 # /metrics: a bearer token for the scraper; with none, only loopback requests are answered.
