@@ -29,7 +29,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
-DIMENSIONS = 384
+from memory.embeddings.minilm import DIMENSIONS
+
 LAYERS = 6
 HEADS = 12
 EPSILON = 1e-12

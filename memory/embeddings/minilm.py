@@ -37,11 +37,10 @@ import numpy as np
 import onnxruntime
 from tokenizers import Tokenizer
 
-from memory.embeddings import encoder_graph
 from memory.heap import release_freed_memory
 
 NAME = "all-MiniLM-L6-v2-int8"
-DIMENSIONS = encoder_graph.DIMENSIONS
+DIMENSIONS = 384
 PACKAGE = "all_minilm_l6_v2"
 MAX_TOKENS = 128
 # Part of the built file's name: bump it whenever encoder_graph or the quantisation changes.
@@ -87,6 +86,10 @@ def built_model(weights: Path, folder: Path) -> Path:
     target = folder / f"{NAME}-{digest}-b{BUILDER_VERSION}-ort{onnxruntime.__version__}.onnx"
     if target.is_file():
         return target
+    # Only a process that builds the file loads the graph builder: `onnx` and ONNX Runtime's
+    # quantiser would add ~17 MB to every serving process, which only ever reads the built file.
+    from memory.embeddings import encoder_graph  # noqa: PLC0415
+
     folder.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(weights) as archive, archive.open("model.safetensors") as stream:
         graph = encoder_graph.build(_safetensors(stream))
