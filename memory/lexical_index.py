@@ -49,6 +49,8 @@ from memory.query_limits import QueryTooCostly, time_budget_seconds
 BM25_K1 = 1.2
 BM25_B = 0.75
 MAX_WORD_LENGTH = 64
+# A word's count per item, as kept (see LexicalIndex.postings).
+MAX_TERM_COUNT = 255
 # Rows grouped at a time when an index is built (see _built).
 BUILD_BLOCK_ROWS = 16_384
 # Rows above the settled watermark are counted on every use; once this many sit above it, the
@@ -134,7 +136,10 @@ class LexicalIndex:
     classes: np.ndarray  # uint8 codes
     states: np.ndarray  # uint8 codes, as indexed
     lengths: np.ndarray  # float32 words per row
-    postings: dict[str, tuple[np.ndarray, np.ndarray]]  # word -> (int32 rows, float32 term counts)
+    # word -> (int32 rows, uint8 term counts): a word's count in one item saturates at 255, where
+    # BM25's term weight is within 0.5% of its limit, and a byte instead of a float32 keeps each
+    # (word, item) pair at 5 bytes: 13 MB less per 100,000 items.
+    postings: dict[str, tuple[np.ndarray, np.ndarray]]
     dead: np.ndarray  # bool: found not current by a caller's check
     # Per filter (classes, states, kinds) and count of dead rows: its mask, rows and length norms.
     _views: dict[tuple[object, ...], _View] = field(default_factory=dict, repr=False, compare=False)
@@ -215,7 +220,10 @@ class LexicalIndex:
             df = int(np.count_nonzero(allowed[rows]))
             if df:
                 idf = math.log(1.0 + (visible - df + 0.5) / (df + 0.5))
-                scores[rows] += (idf * (BM25_K1 + 1.0)) * counts / (counts + view.norms[rows])
+                weights = counts.astype(np.float32)
+                weights /= weights + view.norms[rows]
+                weights *= idf * (BM25_K1 + 1.0)
+                scores[rows] += weights
         # Rows outside the caller's view were scored too (one pass is cheaper than filtering
         # each word's postings); their scores are dropped here, before anything is chosen.
         np.multiply(scores, allowed, out=scores)
@@ -308,7 +316,7 @@ def _built(rows: Iterable[_Row]) -> LexicalIndex:
         keys, counts = np.unique(keys, return_counts=True)  # by word, then row
         positions = (keys % count).astype(np.int32)
         block_words = (keys // count).astype(np.int32)
-        counted = counts.astype(np.float32)
+        counted = np.minimum(counts, MAX_TERM_COUNT).astype(np.uint8)
         present = np.flatnonzero(np.diff(block_words, prepend=-1))
         bounds = [*present.tolist(), len(block_words)]
         for i, start in enumerate(bounds[:-1]):
