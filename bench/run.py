@@ -334,6 +334,16 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _pss_mb(pid: int) -> float:
+    """Proportional set size: resident memory with each shared page split among its sharers."""
+    try:
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0.0
+    line = next((line for line in rollup.splitlines() if line.startswith("Pss:")), "Pss: 0 kB")
+    return int(line.split()[1]) / 1024
+
+
 def _memory_mb(pid: int) -> tuple[float, float]:
     try:
         status = Path(f"/proc/{pid}/status").read_text()
@@ -359,6 +369,12 @@ class Server:
         # With --workers the first process only supervises; its children serve.
         serving = figures[1:] if len(figures) > 1 else figures
         return max(f[0] for f in serving), max(f[1] for f in serving)
+
+    def pss_mb(self) -> float:
+        """The largest proportional set size of one serving process (shared libraries split)."""
+        pids = [self.process.pid, *_children(self.process.pid)]
+        serving = pids[1:] if len(pids) > 1 else pids
+        return max(_pss_mb(pid) for pid in serving)
 
     def stop(self) -> None:
         self.process.terminate()
@@ -697,6 +713,8 @@ def main() -> None:
         rss, peak = server.rss_mb()
         rows.append(_ceiling_row(f"RSS of one web worker after the run ({m} in workspace)", rss, 250, "MB"))
         rows.append(_ceiling_row("peak RSS of one web worker (VmHWM)", peak, 250, "MB"))
+        pss = f"{server.pss_mb():.0f} MB"
+        rows.append(("PSS of one web worker (shared pages split among workers)", pss, "-", None))
     finally:
         server.stop()
 
