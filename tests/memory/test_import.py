@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, SystemCheckError
+from django.test import override_settings
 
 from memory.models import Fact, Kind, State, Taint
 from memory.services import fact_create, fact_owner_edit, workspace_erase
@@ -370,3 +371,14 @@ def test_long_imports_and_exports_draw_a_progress_bar_on_a_terminal_only(
     monkeypatch.setattr("sys.stderr", piped)
     run("import_memory", "acme", "platform", str(path))
     assert piped.getvalue() == ""
+
+
+def test_an_import_runs_unforgetters_configuration_checks(tenant: Tenant, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "items.jsonl", [{"text": "Deploys go out on Tuesdays."}])
+    with (
+        override_settings(PUBLIC_URL="http://127.0.0.1:8000/memory"),
+        pytest.raises(SystemCheckError) as caught,
+    ):
+        call_command("import_memory", "acme", "platform", str(path), skip_checks=False, stdout=StringIO())
+    assert "unforgetter.E001" in str(caught.value)
+    assert not Fact.objects.filter(project=tenant.projects["platform"]).exists()
