@@ -373,6 +373,37 @@ def test_long_imports_and_exports_draw_a_progress_bar_on_a_terminal_only(
     assert piped.getvalue() == ""
 
 
+@pytest.mark.parametrize("held_before", [False, True], ids=["new project", "project with items"])
+def test_an_item_repeating_one_of_an_earlier_batch_is_matched_in_any_project(
+    tenant: Tenant, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held_before: bool
+) -> None:
+    # A new project is looked up only for what the import itself inserted: the answer is the same.
+    monkeypatch.setattr("memory.imports.BATCH_SIZE", 2)
+    platform = tenant.projects["platform"]
+    if held_before:
+        fact_create(project=platform, kind=Kind.FACT, text="Held before the import.", actor="owner")
+    path = write_jsonl(
+        tmp_path / "items.jsonl",
+        [
+            {"id": "queues", "text": "Queues deduplicate by message id."},
+            {"text": "Deploys go out on Tuesdays."},
+            {"text": "Queues deduplicate by message id."},  # the first item's text, without its id
+            {"text": "Deploys go out on Tuesdays."},
+            {"id": "queues", "text": "Queues deduplicate by message id and by key."},
+        ],
+    )
+    out = run("import_memory", "acme", "platform", str(path))
+    assert "Imported 2 items into acme/platform (unchanged 3, updated 0; jsonl)" in out
+    texts = Fact.objects.filter(project=platform).values_list("text", flat=True)
+    assert sorted(texts) == sorted(
+        [
+            "Queues deduplicate by message id.",
+            "Deploys go out on Tuesdays.",
+            *(["Held before the import."] if held_before else []),
+        ]
+    )
+
+
 def test_an_import_runs_unforgetters_configuration_checks(tenant: Tenant, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "items.jsonl", [{"text": "Deploys go out on Tuesdays."}])
     with (
