@@ -2,6 +2,9 @@
 
     python bench/write.py                       # starts its own server on SQLite and measures
     DATABASE_URL=postgres://... python bench/write.py --port 8103
+    python bench/write.py --workers 1           # one uvicorn worker (default: one per CPU, as run.py)
+
+On its own it measures an empty database; bench/run.py calls `run` against its seeded one (1M items).
 
 As a library (bench/run.py): `run(base_url, token, workspace_slug, project_slug)` returns rows of
 (metric, measured, budget). It needs Django configured on the server's database (it seeds and
@@ -162,7 +165,7 @@ def run(base_url: str, token: str, workspace_slug: str, project_slug: str) -> li
     return rows
 
 
-def _standalone(port: int) -> list[tuple[str, str, str]]:
+def _standalone(port: int, workers: int) -> list[tuple[str, str, str]]:
     """Migrate a database, create a workspace and a token, serve it with uvicorn, measure."""
     if not os.environ.get("DATABASE_URL"):
         path = Path(tempfile.mkdtemp(prefix="unforgetter-bench-")) / "bench.sqlite3"
@@ -192,6 +195,7 @@ def _standalone(port: int) -> list[tuple[str, str, str]]:
         [
             *(sys.executable, "-m", "uvicorn", "unforgetter.asgi:application", "--host", "127.0.0.1"),
             *("--port", str(port), "--lifespan", "on", "--no-access-log", "--log-level", "warning"),
+            *("--workers", str(workers)),
         ],
         cwd=ROOT,
         env=env,
@@ -225,8 +229,11 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--port", type=int, default=8103, help="Port for the server this script starts.")
+    parser.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="uvicorn workers (default: one per CPU)"
+    )
     options = parser.parse_args(argv)
-    rows = _standalone(options.port)
+    rows = _standalone(options.port, options.workers)
     width = max(len(r[0]) for r in rows)
     for metric, measured, budget in rows:
         print(f"{metric:<{width}}  {measured:>22}  budget {budget}")

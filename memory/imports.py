@@ -89,6 +89,12 @@ class _Importer:
     used_refs: set[str] = field(default_factory=set)
     # The text digest of each item of the batch being applied, in order.
     digests: list[int] = field(default_factory=list)
+    # When the project held no item as the import began, only rows this import inserted can be
+    # what a later item is: their origins and text digests, kept here, say which lookups can
+    # find anything (the first import of 100,000 items otherwise probes 100,000 digests for
+    # nothing). None when the project held items: every lookup asks the database.
+    inserted_origins: set[str] | None = None
+    inserted_digests: set[int] | None = None
 
     def _row(self, item: Incoming) -> FactRow:
         """The validated row an item would be, secrets redacted as a proposal's are (secrets are
@@ -126,6 +132,8 @@ class _Importer:
         refs = {r for item, _ in items if (r := _own_ref(item.ref))}
         by_ref = {row["ref"]: row for row in _in(Fact.objects.all(), "ref", refs).values(*columns)}
         origins = {o for item, _ in items for o in (item.origin, item.ref) if o}
+        if self.inserted_origins is not None:
+            origins &= self.inserted_origins
         by_origin: dict[str, dict[str, Any]] = {}
         for row in (
             _in(Fact.objects.filter(project=self.project), "origin", origins).order_by("id").values(*columns)
@@ -136,6 +144,8 @@ class _Importer:
             for (item, _), digest in zip(items, self.digests, strict=True)
             if not item.origin and not item.ref
         }
+        if self.inserted_digests is not None:
+            digests &= self.inserted_digests
         by_text: dict[tuple[str, str], dict[str, Any]] = {}
         if digests:
             rows = _in(Fact.objects.filter(project=self.project), "text_digest", digests).order_by("id")
@@ -193,6 +203,9 @@ class _Importer:
                 self.resolved[ident] = ref
         if new_rows:
             fact_rows_insert(project=self.project, rows=new_rows, digests=new_digests)
+            if self.inserted_origins is not None and self.inserted_digests is not None:
+                self.inserted_origins.update(row.origin for row in new_rows if row.origin)
+                self.inserted_digests.update(new_digests)
             self._prints_record([row for row in new_rows if row.taint > Taint.CLEAN])
         if supersede:
             _link([(ref, int(old["id"])) for ref, old in supersede])
@@ -277,7 +290,16 @@ def memory_import(
 ) -> ImportReport:
     """Import a file or folder into a project, all or nothing: a bad input names itself, nothing is kept."""
     _page_cache_widen()
-    importer = _Importer(project=project, actor=actor)
+    # Imports into one project take turns (SQLite's write lock already makes every writer do so):
+    # whether the project held anything is then true for the whole import.
+    Project.objects.select_for_update().filter(pk=project.pk).values_list("pk", flat=True).get()
+    empty = not Fact.objects.filter(project=project).exists()
+    importer = _Importer(
+        project=project,
+        actor=actor,
+        inserted_origins=set() if empty else None,
+        inserted_digests=set() if empty else None,
+    )
     items = read_items(path, fmt=fmt, project=project.slug, source_project=source_project)
     done = 0
     for batch in _batches(items, BATCH_SIZE):

@@ -11,8 +11,12 @@ from django.core.checks import CheckMessage, Error, Warning, register
 from workspaces.keys import key_weakness
 from workspaces.net import is_loopback_host
 
+# The tag of these checks, so that a command can run them without Django's costlier ones (the URL
+# checks import every view of the site): `manage.py check` and `migrate` still run them all.
+CONFIG = "unforgetter"
 
-@register()
+
+@register(CONFIG)
 def check_public_url(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     public = urlsplit(settings.PUBLIC_URL)
     if public.scheme != "https" and not is_loopback_host(public.hostname or ""):
@@ -34,7 +38,7 @@ def check_public_url(app_configs: Any = None, **kwargs: Any) -> list[CheckMessag
     return []
 
 
-@register()
+@register(CONFIG)
 def check_product_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     errors: list[CheckMessage] = []
     for key in ("CONTEXT_MAX_ITEMS", "CONTEXT_MAX_CHARS", "SEARCH_PAGE_SIZE"):
@@ -44,7 +48,7 @@ def check_product_limits(app_configs: Any = None, **kwargs: Any) -> list[CheckMe
     return errors
 
 
-@register()
+@register(CONFIG)
 def check_keys(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """A public, short or repetitive SECRET_KEY or LEDGER_KEY is an error outside tests.
 

@@ -241,6 +241,8 @@ _SECRET_RULES: Final = (
 
 # The rules that check their own words first (see _TOKEN_MARKS).
 _GATED_RULES: Final = tuple(rule for rule in _SECRET_RULES if rule.needles)
+# All of their words: most texts hold none, and then no gated rule is asked at all.
+_GATED_NEEDLES: Final = tuple(dict.fromkeys(needle for rule in _GATED_RULES for needle in rule.needles))
 
 # Assignments are found from the (lower-cased) key word outwards: plain ``str.find`` scans are much
 # cheaper than a case-insensitive alternation over the whole text.
@@ -254,6 +256,8 @@ _ASSIGNMENT_KEY_RES: Final = tuple(
     )
     for key in _ASSIGNMENT_KEYS
 )
+# Every key's stem: a text without one has no assignment to look at.
+_ASSIGNMENT_STEMS: Final = tuple(dict.fromkeys(stem for _, stem, _ in _ASSIGNMENT_KEY_RES))
 _PASSWORD_KEYS: Final = frozenset(("password", "passwd", "passphrase", "pwd"))
 # "key" alone is too generic (cache_key, primary key): it needs one of these right before it.
 _KEY_PREFIX_RE: Final = re.compile(
@@ -299,6 +303,8 @@ def _assignment_is_secret(text: str, key: str, match: re.Match[str]) -> bool:
 def _assignment_spans(text: str, lowered: str) -> Iterator[tuple[int, int, Signal]]:
     if len(lowered) != len(text):  # a few characters change length when lower-cased ("İ")
         lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    if not _holds_any(lowered, _ASSIGNMENT_STEMS):
+        return
     seen: set[tuple[str, str]] = set()  # repeated snippets are judged once
     for key, stem, key_re in _ASSIGNMENT_KEY_RES:
         if stem not in lowered:  # "pass" gates three keys with one cheap check
@@ -331,10 +337,25 @@ _ASSIGNED_KEY_SIGNAL: Final = Signal(
 _TOKEN_MARKS: Final = ("-", "_", "://", "AKIA", "ASIA", "AIza", "eyJ")
 
 
+def _holds_any(text: str, words: tuple[str, ...]) -> bool:
+    """Whether any of `words` is in `text`: a loop of `in` scans, each cheaper than a generator's
+    step or a regex alternation (which tries every alternative at every position)."""
+    for word in words:  # noqa: SIM110 - a generator costs more than the scans it drives
+        if word in text:
+            return True
+    return False
+
+
 def secret_spans(text: str) -> Iterator[tuple[int, int, Signal]]:
     """Every secret value in ``text``: (start, end, signal), rule by rule, for redaction."""
     lowered = text.lower()
-    rules = _SECRET_RULES if any(mark in text for mark in _TOKEN_MARKS) else _GATED_RULES
+    # Each scan below only skips rules that could not match: a bulk import screens every item.
+    if _holds_any(text, _TOKEN_MARKS):
+        rules: tuple[_SecretRule, ...] = _SECRET_RULES
+    elif _holds_any(lowered, _GATED_NEEDLES):
+        rules = _GATED_RULES
+    else:
+        rules = ()
     for rule in rules:
         for start, end in rule.spans(text, lowered):
             yield start, end, rule.signal

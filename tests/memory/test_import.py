@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, SystemCheckError
+from django.test import override_settings
 
 from memory.models import Fact, Kind, State, Taint
 from memory.services import fact_create, fact_owner_edit, workspace_erase
@@ -370,3 +371,45 @@ def test_long_imports_and_exports_draw_a_progress_bar_on_a_terminal_only(
     monkeypatch.setattr("sys.stderr", piped)
     run("import_memory", "acme", "platform", str(path))
     assert piped.getvalue() == ""
+
+
+@pytest.mark.parametrize("held_before", [False, True], ids=["new project", "project with items"])
+def test_an_item_repeating_one_of_an_earlier_batch_is_matched_in_any_project(
+    tenant: Tenant, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held_before: bool
+) -> None:
+    # A new project is looked up only for what the import itself inserted: the answer is the same.
+    monkeypatch.setattr("memory.imports.BATCH_SIZE", 2)
+    platform = tenant.projects["platform"]
+    if held_before:
+        fact_create(project=platform, kind=Kind.FACT, text="Held before the import.", actor="owner")
+    path = write_jsonl(
+        tmp_path / "items.jsonl",
+        [
+            {"id": "queues", "text": "Queues deduplicate by message id."},
+            {"text": "Deploys go out on Tuesdays."},
+            {"text": "Queues deduplicate by message id."},  # the first item's text, without its id
+            {"text": "Deploys go out on Tuesdays."},
+            {"id": "queues", "text": "Queues deduplicate by message id and by key."},
+        ],
+    )
+    out = run("import_memory", "acme", "platform", str(path))
+    assert "Imported 2 items into acme/platform (unchanged 3, updated 0; jsonl)" in out
+    texts = Fact.objects.filter(project=platform).values_list("text", flat=True)
+    assert sorted(texts) == sorted(
+        [
+            "Queues deduplicate by message id.",
+            "Deploys go out on Tuesdays.",
+            *(["Held before the import."] if held_before else []),
+        ]
+    )
+
+
+def test_an_import_runs_unforgetters_configuration_checks(tenant: Tenant, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "items.jsonl", [{"text": "Deploys go out on Tuesdays."}])
+    with (
+        override_settings(PUBLIC_URL="http://127.0.0.1:8000/memory"),
+        pytest.raises(SystemCheckError) as caught,
+    ):
+        call_command("import_memory", "acme", "platform", str(path), skip_checks=False, stdout=StringIO())
+    assert "unforgetter.E001" in str(caught.value)
+    assert not Fact.objects.filter(project=tenant.projects["platform"]).exists()

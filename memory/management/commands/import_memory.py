@@ -4,10 +4,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from django.core.checks import Tags
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.imports import memory_import
 from memory.readers import FORMATS, detect_format
+from workspaces.checks import CONFIG
 from workspaces.management.base import project_or_fail, service_call, workspace_or_fail
 from workspaces.management.progress import ProgressBar
 
@@ -26,6 +28,10 @@ class Command(BaseCommand):
         "server's knowledge graph, a basic-memory folder, or a mem0/OpenMemory export. Re-importing "
         "changes nothing; items with the same id supersede."
     )
+    # The checks of what an import touches: models, the database and Unforgetter's configuration.
+    # Not the URL and template checks, which load every view and template engine of the site: a
+    # second or more of a large import's time, spent on nothing it uses.
+    requires_system_checks = [Tags.models, Tags.database, CONFIG]
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("workspace")
