@@ -21,7 +21,7 @@ candidates found no longer current are dropped from the word index for good.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.db.models import QuerySet
 
@@ -49,8 +49,8 @@ FUSION_DEPTH = 50
 Vectors = VectorIndex | ProjectVectors
 
 
-@dataclass(frozen=True)
-class Ranked:
+class Ranked(NamedTuple):
+    # A tuple: a ranking builds hundreds of these per call, and a frozen dataclass costs more.
     fact_id: int
     score: float
     kind: str
@@ -107,15 +107,20 @@ def hybrid_rank(
     # Words first: the query's vector may still be on its way (prefetch_query_vector).
     lexical = ranked_words()
     semantic = _semantic(vectors, items, data_classes, states, query, kinds, depth) if vectors else []
+    # The vector side offers STALE_MARGIN times what is fused; the first `depth` (and a few more)
+    # are checked with the words' candidates, the rest only if too many of those were stale.
+    checked = [i for i, _ in semantic[: depth + STALE_EXTRA]]
     for attempt in range(MAX_RECHECKS + 1):
         if attempt:
             lexical = ranked_words()
-        current = _current(items, [*(h.fact_id for h in lexical), *(i for i, _ in semantic)], states, kinds)
+        current = _current(items, [*(h.fact_id for h in lexical), *checked], states, kinds)
         stale = [h.fact_id for h in lexical if h.fact_id not in current]
         index.mark_dead(stale)
         lexical = [h for h in lexical if h.fact_id in current]
         if not stale or len(lexical) >= wanted:
             break
+    if len(checked) < len(semantic) and sum(i in current for i in checked) < depth:
+        current.update(_current(items, [i for i, _ in semantic[len(checked) :]], states, kinds))
     if lexical_filter is not None:
         lexical = lexical_filter(lexical)
     near = [Hit(i, score, current[i]) for i, score in semantic if i in current][:depth]
