@@ -22,11 +22,11 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import Max
 
 from memory.codes import CLASSES, KINDS, code, lookup
 from memory.heap import release_freed_memory
 from memory.models import Embedding
+from workspaces.prepared import Prepared
 
 # Below this many rows every vector is scored exactly; above it, the sign bits pick a shortlist.
 EXACT_ROWS = 20_000
@@ -160,6 +160,15 @@ def _joined(*parts: VectorIndex) -> VectorIndex:
     )
 
 
+# The project's newest embedding id under a model (an index probe): read on every ranking that
+# uses vectors, so compiled once per process (workspaces.prepared).
+_NEWEST = Prepared(
+    lambda project_id, model: (
+        Embedding.objects.filter(project_id=project_id, model=model).order_by("-id").values_list("id")[:1]
+    )
+)
+
+
 class _Indexes:
     """Each (project, model)'s index in this process; the least recently used go past MAX_CACHED_VECTORS."""
 
@@ -169,8 +178,8 @@ class _Indexes:
 
     def get(self, project_id: int, model: str) -> VectorIndex | None:
         """The project's index for this model, brought up to date; None while it has no vectors."""
-        vectors = Embedding.objects.filter(project_id=project_id, model=model)
-        newest = vectors.aggregate(newest=Max("id"))["newest"]
+        found = _NEWEST.rows(project_id, model)
+        newest = found[0][0] if found else None
         key = (project_id, model)
         with self._lock:
             cached = self._indexes.get(key)
