@@ -27,8 +27,8 @@ from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, 
 from memory.lexical_index import Hit
 from memory.models import Fact, Kind, State
 from memory.query_limits import QueryTooCostly
-from memory.retrieval import Ranked, hybrid_rank, project_vectors, with_ids
-from memory.selectors import agent_facts
+from memory.retrieval import Ranked, hybrid_rank, project_vectors
+from memory.selectors import agent_facts, agent_rows
 from workspaces.models import Project
 from workspaces.scope import AgentScope
 
@@ -211,8 +211,7 @@ def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recen
     method_ids = [hit.fact_id for hit in method_hits]
     missing = [i for i in dict.fromkeys([*relevance, *method_ids]) if i not in rows]
     if missing:
-        chosen = with_ids(agent_facts(scope, project), missing).values_list(*COLUMNS)
-        rows.update((row[0], Item._make(row)) for row in chosen)
+        rows.update((row[0], Item._make(row)) for row in agent_rows(scope, project, missing, COLUMNS))
 
     def score(fact: Item) -> float:
         rel = relevance.get(fact.id, 0.0) / top
