@@ -158,6 +158,7 @@ def search_for_agent(
             query=query,
             limit=offset + page_size + 1,
             vectors=project_vectors(project.pk),
+            rows_of=partial(agent_rows, scope, project),
         )[offset:]
         more = len(ranked) > page_size and offset + page_size < MAX_SEARCH_OFFSET
         ids = [hit.fact_id for hit in ranked[:page_size]]

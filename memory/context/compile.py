@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -194,6 +195,7 @@ def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recen
             vectors=vectors,
             depth=RANK_CANDIDATES,
             lexical_filter=_strong,
+            rows_of=partial(agent_rows, scope, project),
         )
     except QueryTooCostly:
         # A task whose words match more than one call may rank still gets its bundle: the
