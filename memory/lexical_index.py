@@ -34,7 +34,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import Stemmer
@@ -106,25 +106,43 @@ def words(text: str) -> list[str]:
     return _stemmed(split_words(text))
 
 
-@dataclass(frozen=True)
-class Hit:
-    """A ranked candidate: higher scores are better."""
+class Hit(NamedTuple):
+    """A ranked candidate: higher scores are better. A tuple: rankings build hundreds per call."""
 
     fact_id: int
     score: float
     kind: str = ""
 
 
-@dataclass(frozen=True)
+# Filters whose views an index keeps (a few per credential kind; cleared when full).
+MAX_VIEWS = 16
+# A view keeps, for each word with a posting at least MIN_KEPT_POSTING long, its document
+# frequency and BM25's denominators (count + norm) of its postings, for up to MAX_KEPT_POSTINGS
+# postings in all (4 MB): the common words of tasks are in most queries, and gathering their
+# rows' norms and visibility was half of a ranking's work.
+MIN_KEPT_POSTING = 256
+MAX_KEPT_POSTINGS = 1_000_000
+
+
+@dataclass
 class _View:
     allowed: np.ndarray
     visible: int
     norms: np.ndarray
     dead: int
+    terms: dict[str, tuple[int, np.ndarray]] = field(default_factory=dict)
+    kept: int = 0
 
-
-# Filters whose views an index keeps (a few per credential kind; cleared when full).
-MAX_VIEWS = 16
+    def term(self, word: str, rows: np.ndarray, counts: np.ndarray) -> tuple[int, np.ndarray]:
+        """A word's document frequency among the view's rows, and (count + norm) of each posting."""
+        found = self.terms.get(word)
+        if found is None:
+            found = (int(np.count_nonzero(self.allowed[rows])), counts + self.norms[rows])
+            if len(rows) >= MIN_KEPT_POSTING and self.kept + len(rows) <= MAX_KEPT_POSTINGS:
+                # Two threads may both add a word: the same values, and the cap is a bound.
+                self.terms[word] = found
+                self.kept += len(rows)
+        return found
 
 
 @dataclass
@@ -217,21 +235,23 @@ class LexicalIndex:
             if posting is None:
                 continue
             rows, counts = posting
-            df = int(np.count_nonzero(allowed[rows]))
+            df, denominators = view.term(word, rows, counts)
+            if without:
+                df = int(np.count_nonzero(allowed[rows]))
             if df:
                 idf = math.log(1.0 + (visible - df + 0.5) / (df + 0.5))
-                weights = counts.astype(np.float32)
-                weights /= weights + view.norms[rows]
+                weights = counts / denominators  # float32: the counts are bytes
                 weights *= idf * (BM25_K1 + 1.0)
                 scores[rows] += weights
         # Rows outside the caller's view were scored too (one pass is cheaper than filtering
         # each word's postings); their scores are dropped here, before anything is chosen.
         np.multiply(scores, allowed, out=scores)
-        matched = np.flatnonzero(scores)
-        if len(matched) > limit:
-            # The limit-th best score; everything tied with it stays, for the tie-break by id.
-            cut = np.partition(scores[matched], len(matched) - limit)[len(matched) - limit]
-            matched = matched[scores[matched] >= cut]
+        # The limit-th best score (scores are never negative); everything tied with it stays, for
+        # the tie-break by id. Taken over every row: the common words of a task match most rows,
+        # and gathering the matched ones first cost more than the partition.
+        rows_count = len(scores)
+        cut = np.partition(scores, rows_count - limit)[rows_count - limit] if rows_count > limit else 0.0
+        matched = np.flatnonzero(scores >= cut) if cut > 0 else np.flatnonzero(scores)
         order = np.lexsort((-self.ids[matched], -scores[matched]))[:limit]
         best = matched[order]
         return [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from datetime import date, datetime
 from typing import Any, ClassVar
 
 from django.conf import settings
@@ -164,17 +165,32 @@ class Fact(models.Model):
 
     def provenance(self) -> Provenance:
         """Where this line came from: the source reference, its date and the asserting actor."""
-        date = self.source_date or self.created_at.date()
-        provenance = Provenance(
-            source=self.source or f"unforgetter:{self.ref}", date=date.isoformat(), actor=self.actor
+        return provenance_of(
+            ref=self.ref,
+            source=self.source,
+            source_date=self.source_date,
+            created_at=self.created_at,
+            actor=self.actor,
+            origin=self.origin,
         )
-        if self.origin:
-            provenance["origin"] = self.origin
-        return provenance
 
     @property
     def taint_label(self) -> str:
         return Taint(self.taint).label
+
+
+def provenance_of(
+    *, ref: str, source: str, source_date: date | None, created_at: datetime, actor: str, origin: str
+) -> Provenance:
+    """`Fact.provenance` from an item's columns, for rows read without building a Fact."""
+    provenance = Provenance(
+        source=source or f"unforgetter:{ref}",
+        date=(source_date or created_at.date()).isoformat(),
+        actor=actor,
+    )
+    if origin:
+        provenance["origin"] = origin
+    return provenance
 
 
 class Proposal(models.Model):

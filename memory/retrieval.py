@@ -21,7 +21,7 @@ candidates found no longer current are dropped from the word index for good.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from django.db.models import QuerySet
 
@@ -47,10 +47,12 @@ MAX_RECHECKS = 2
 FUSION_DEPTH = 50
 
 Vectors = VectorIndex | ProjectVectors
+# Reads the given columns of the scoped rows with these ids (memory.selectors.agent_rows).
+RowsOf = Callable[[list[int], tuple[str, ...]], list[tuple[Any, ...]]]
 
 
-@dataclass(frozen=True)
-class Ranked:
+class Ranked(NamedTuple):
+    # A tuple: a ranking builds hundreds of these per call, and a frozen dataclass costs more.
     fact_id: int
     score: float
     kind: str
@@ -77,12 +79,15 @@ def hybrid_rank(
     vectors: Vectors | None,
     depth: int = FUSION_DEPTH,
     lexical_filter: Callable[[list[Hit]], list[Hit]] | None = None,
+    rows_of: RowsOf | None = None,
 ) -> list[Ranked]:
     """The best `limit` current items for the query, best first; ties go to the newest item.
 
     `items` is the caller's scoped queryset: every candidate must be in it to count.
     `vectors` is the project's index (`project_vectors`), None for the lexical ranking alone.
     The first `depth` of each ranking are fused; the order does not depend on `limit`.
+    `rows_of`, when given, reads the candidates' rows instead of `items` (the same rows, from a
+    statement compiled once: `agent_rows`).
     """
     wanted = max(limit, depth)
     if not data_classes:
@@ -107,15 +112,20 @@ def hybrid_rank(
     # Words first: the query's vector may still be on its way (prefetch_query_vector).
     lexical = ranked_words()
     semantic = _semantic(vectors, items, data_classes, states, query, kinds, depth) if vectors else []
+    # The vector side offers STALE_MARGIN times what is fused; the first `depth` (and a few more)
+    # are checked with the words' candidates, the rest only if too many of those were stale.
+    checked = [i for i, _ in semantic[: depth + STALE_EXTRA]]
     for attempt in range(MAX_RECHECKS + 1):
         if attempt:
             lexical = ranked_words()
-        current = _current(items, [*(h.fact_id for h in lexical), *(i for i, _ in semantic)], states, kinds)
+        current = _current(items, [*(h.fact_id for h in lexical), *checked], states, kinds, rows_of)
         stale = [h.fact_id for h in lexical if h.fact_id not in current]
         index.mark_dead(stale)
         lexical = [h for h in lexical if h.fact_id in current]
         if not stale or len(lexical) >= wanted:
             break
+    if len(checked) < len(semantic) and sum(i in current for i in checked) < depth:
+        current.update(_current(items, [i for i, _ in semantic[len(checked) :]], states, kinds, rows_of))
     if lexical_filter is not None:
         lexical = lexical_filter(lexical)
     near = [Hit(i, score, current[i]) for i, score in semantic if i in current][:depth]
@@ -126,7 +136,11 @@ def hybrid_rank(
 
 
 def _current(
-    items: QuerySet[Fact], fact_ids: list[int], states: Sequence[str], kinds: Collection[str] | None
+    items: QuerySet[Fact],
+    fact_ids: list[int],
+    states: Sequence[str],
+    kinds: Collection[str] | None,
+    rows_of: RowsOf | None = None,
 ) -> dict[int, str]:
     """The candidates that are current and visible through the caller's scope, with their kind.
 
@@ -136,7 +150,8 @@ def _current(
     """
     if not fact_ids:
         return {}
-    rows = with_ids(items, fact_ids).values_list("id", "kind", "state")
+    columns = ("id", "kind", "state")
+    rows = rows_of(fact_ids, columns) if rows_of else with_ids(items, fact_ids).values_list(*columns)
     return {i: kind for i, kind, state in rows if state in states and (kinds is None or kind in kinds)}
 
 

@@ -6,8 +6,10 @@ Agent reads take the AgentScope and the Project resolved by `workspaces.selector
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
-from typing import NamedTuple
+from functools import partial
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -22,16 +24,66 @@ from memory.retrieval import hybrid_rank, prefetch_query_vector, project_vectors
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 from workspaces.prepared import Prepared
-from workspaces.scope import AgentScope
+from workspaces.scope import AgentScope, item_condition
 from workspaces.selectors import project_catalogue_entries
 
 
 def agent_facts(scope: AgentScope, project: Project) -> QuerySet[Fact]:
     """Current items of one project in the credential's data classes (never restricted)."""
+    _assert_resolved(scope, project)
+    return _facts_of(scope.workspace_id, scope.visible_classes, project.pk, scope.project_ids)
+
+
+def _assert_resolved(scope: AgentScope, project: Project) -> None:
     assert scope.sees_project(
         workspace_id=project.workspace_id, project_id=project.pk, data_class=project.data_class
     ), "project must come from project_for_agent"
-    return Fact.objects.current().filter(scope.item_filter(), project=project)
+
+
+def _facts_of(
+    workspace_id: int, classes: Collection[str], project_id: int, project_ids: Collection[int] | None
+) -> QuerySet[Fact]:
+    # AgentScope.item_filter from its parts (item_condition), so that a query built from it can
+    # be compiled once with stand-in values (workspaces.prepared).
+    return Fact.objects.current().filter(
+        item_condition(workspace_id, classes, project_ids), project_id=project_id
+    )
+
+
+def _agent_rows_query(
+    columns: tuple[str, ...],
+    workspace_id: int,
+    classes: list[str],
+    project_id: int,
+    fact_ids: list[int],
+    project_ids: list[int] | None = None,
+) -> QuerySet[Fact, tuple[Any, ...]]:
+    return with_ids(_facts_of(workspace_id, classes, project_id, project_ids), fact_ids).values_list(*columns)
+
+
+# get_context reads its chosen rows on every new task: compiled once per process, column list
+# and shape. The ids are padded to a multiple of ROWS_SHAPE (repeating one), so that a few
+# shapes serve every count.
+ROWS_SHAPE = 32
+_agent_rows: dict[tuple[str, ...], Prepared] = {}
+
+
+def agent_rows(
+    scope: AgentScope, project: Project, fact_ids: Collection[int], columns: tuple[str, ...]
+) -> list[tuple[Any, ...]]:
+    """`with_ids(agent_facts(scope, project), fact_ids).values_list(*columns)`: the same rows."""
+    _assert_resolved(scope, project)
+    wanted = sorted(set(fact_ids))
+    if not wanted:
+        return []
+    wanted += [wanted[-1]] * (-len(wanted) % ROWS_SHAPE)
+    prepared = _agent_rows.get(columns)
+    if prepared is None:
+        prepared = _agent_rows.setdefault(columns, Prepared(partial(_agent_rows_query, columns)))
+    args: list[Any] = [scope.workspace_id, list(scope.visible_classes), project.pk, wanted]
+    if scope.project_ids is not None:
+        args.append(sorted(scope.project_ids))
+    return prepared.rows(*args)
 
 
 def projects_for_agent(scope: AgentScope) -> ProjectList:
@@ -106,6 +158,7 @@ def search_for_agent(
             query=query,
             limit=offset + page_size + 1,
             vectors=project_vectors(project.pk),
+            rows_of=partial(agent_rows, scope, project),
         )[offset:]
         more = len(ranked) > page_size and offset + page_size < MAX_SEARCH_OFFSET
         ids = [hit.fact_id for hit in ranked[:page_size]]

@@ -188,11 +188,14 @@ class PreparedInsert:
     `get_db_prep_save`), and the primary keys come back from the statement (RETURNING) and are
     set on the instances. Only for models whose primary key is the database's (an AutoField) and
     instances without one; rows go in batches of what the database allows per statement.
+    With `ignore_conflicts`, a row that would break a unique constraint is left out (`ON CONFLICT
+    DO NOTHING`, as `bulk_create(ignore_conflicts=True)`), and no primary key is set.
     """
 
-    def __init__(self, model: type[Model], *, using: str = "default") -> None:
+    def __init__(self, model: type[Model], *, using: str = "default", ignore_conflicts: bool = False) -> None:
         self._model = model
         self._using = using
+        self._ignore_conflicts = ignore_conflicts
         self._sql: dict[tuple[str, int], str] = {}
 
     def insert(self, instances: Sequence[Model]) -> None:
@@ -205,9 +208,10 @@ class PreparedInsert:
             params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in batch for f in fields]
             with connection.cursor() as cursor:
                 cursor.execute(self._statement(connection.vendor, len(batch), fields), params)
-                keys = cursor.fetchall()
-            for obj, (key,) in zip(batch, keys, strict=True):
-                obj.pk = key
+                if not self._ignore_conflicts:
+                    for obj, (key,) in zip(batch, cursor.fetchall(), strict=True):
+                        obj.pk = key
+            for obj in batch:
                 obj._state.adding = False
                 obj._state.db = self._using
 
@@ -222,7 +226,8 @@ class PreparedInsert:
                 ", ".join(quote(f.column) for f in fields),
             )
             row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+            ending = "ON CONFLICT DO NOTHING" if self._ignore_conflicts else f"RETURNING {key}"
             # Only quoted names from the model's meta and placeholders are interpolated.
-            sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * rows)} RETURNING {key}"  # noqa: S608
+            sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * rows)} {ending}"  # noqa: S608
             self._sql[(vendor, rows)] = sql
         return sql

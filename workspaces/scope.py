@@ -96,15 +96,20 @@ class AgentScope:
 
     def item_filter(self) -> Q:
         """`sees_item` as a filter on memory item rows."""
-        condition = Q(workspace_id=self.workspace_id, data_class__in=self.visible_classes)
-        if self.project_ids is not None:
-            condition &= Q(project_id__in=self.project_ids)
-        return condition
+        return item_condition(self.workspace_id, self.visible_classes, self.project_ids)
 
     def fingerprint(self) -> str:
         """Everything that decides what this credential may see, for cache keys bound to it."""
         projects = "*" if self.project_ids is None else ",".join(map(str, sorted(self.project_ids)))
         return f"{self.workspace_id}:{self.connection_id}:{','.join(self.data_classes)}:{projects}"
+
+
+def item_condition(workspace_id: int, visible_classes: Iterable[str], project_ids: Iterable[int] | None) -> Q:
+    """`AgentScope.item_filter` from its parts, for queries compiled once (workspaces.prepared)."""
+    condition = Q(workspace_id=workspace_id, data_class__in=visible_classes)
+    if project_ids is not None:
+        condition &= Q(project_id__in=project_ids)
+    return condition
 
 
 def project_condition(

@@ -5,7 +5,8 @@
 identity.
 """
 
-from memory.context.compile import compile_bundle, item_payload, standing_parts_clear
+from memory.context.compile import compile_bundle, standing_parts_clear
+from memory.context.items import item_payload
 from memory.context.markdown import bundle_markdown
 from memory.context.serve import context_for_agent
 

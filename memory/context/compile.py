@@ -15,19 +15,21 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Protocol
 
 import numpy as np
 from django.conf import settings
 
 from memory.context.duplicates import NearDuplicates
+from memory.context.items import COLUMNS, Item, item_of, item_payload
 from memory.context.standing import StandingCache, standing_key
 from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, Sections
 from memory.lexical_index import Hit
 from memory.models import Fact, Kind, State
 from memory.query_limits import QueryTooCostly
-from memory.retrieval import Ranked, hybrid_rank, project_vectors, with_ids
-from memory.selectors import agent_facts
+from memory.retrieval import Ranked, hybrid_rank, project_vectors
+from memory.selectors import agent_facts, agent_rows
 from workspaces.models import Project
 from workspaces.scope import AgentScope
 
@@ -45,20 +47,6 @@ RECENT = CANDIDATES // 3
 RESERVED_THREADS = 4
 RESERVED_METHODS = 3
 MAX_METHODS = 6
-_ITEM_FIELDS = (
-    "id",
-    "ref",
-    "kind",
-    "state",
-    "text",
-    "data_class",
-    "taint",
-    "source",
-    "source_date",
-    "actor",
-    "origin",
-    "created_at",
-)
 
 
 @dataclass
@@ -66,7 +54,7 @@ class _Budget:
     items: int
     chars: int
 
-    def less(self, reserved: list[Fact]) -> _Budget:
+    def less(self, reserved: list[Item]) -> _Budget:
         """A budget for one section that leaves room for `reserved` items of later sections."""
         return _Budget(
             items=self.items - len(reserved), chars=self.chars - sum(len(f.text) for f in reserved)
@@ -84,18 +72,6 @@ class _Budget:
         return True
 
 
-def item_payload(fact: Fact) -> ItemPayload:
-    return {
-        "ref": fact.ref,
-        "kind": fact.kind,
-        "state": fact.state,
-        "text": fact.text,
-        "data_class": fact.data_class,
-        "taint": fact.taint_label,
-        "provenance": fact.provenance(),
-    }
-
-
 def _recency(created_at: datetime, now: datetime) -> float:
     age_days = max((now - created_at).total_seconds() / 86400.0, 0.0)
     return math.pow(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
@@ -105,9 +81,9 @@ def _recency(created_at: datetime, now: datetime) -> float:
 class _Standing:
     """Items chosen without the task: policies, the newest open threads and the newest facts."""
 
-    policies: list[Fact]
-    threads: list[Fact]
-    recent: list[Fact]
+    policies: list[Item]
+    threads: list[Item]
+    recent: list[Item]
 
 
 def _standing(scope: AgentScope, project: Project) -> _Standing:
@@ -117,7 +93,7 @@ def _standing(scope: AgentScope, project: Project) -> _Standing:
     limit: a single `kind IN (...)` query would sort every current item of the project first (tens
     of milliseconds at 100k items).
     """
-    items = agent_facts(scope, project).only(*_ITEM_FIELDS)
+    items = agent_facts(scope, project).only(*COLUMNS)
     newest = ("-created_at", "-id")
     parts = [items.filter(kind__in=Kind.protected(), state=State.ACTIVE).order_by(*newest)]
     parts.append(items.filter(kind=Kind.THREAD, state=State.OPEN).order_by(*newest)[:MAX_THREADS])
@@ -126,7 +102,8 @@ def _standing(scope: AgentScope, project: Project) -> _Standing:
     # ORM-compiled SQL; every value is a parameter.
     sql = " UNION ALL ".join(f"SELECT * FROM ({part}) AS k{i}" for i, (part, _) in enumerate(compiled))  # noqa: S608
     params = [param for _, part_params in compiled for param in part_params]
-    rows = sorted(Fact.objects.raw(sql, params), key=lambda f: (f.created_at, f.pk), reverse=True)
+    found = (item_of(f) for f in Fact.objects.raw(sql, params))
+    rows = sorted(found, key=lambda f: (f.created_at, f.id), reverse=True)
     protected = Kind.protected()
     return _Standing(
         policies=sorted((f for f in rows if f.kind in protected), key=lambda f: f.kind),
@@ -161,8 +138,8 @@ OPEN_WHY = "is open"
 
 @dataclass
 class _Ranked:
-    facts: list[tuple[Fact, str]]
-    methods: list[tuple[Fact, str]]
+    facts: list[tuple[Item, str]]
+    methods: list[tuple[Item, str]]
     # The stored vectors of the ranked items, to tell near-duplicates apart (empty without any).
     vectors: dict[int, np.ndarray] = field(default_factory=dict)
 
@@ -175,7 +152,7 @@ class Ranking(Protocol):
     """
 
     def __call__(
-        self, scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Fact]
+        self, scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Item]
     ) -> _Ranked: ...
 
 
@@ -198,11 +175,12 @@ def _why(hit: Ranked) -> str:
     return "matches words of the task" if hit.lexical else "is close in meaning to the task"
 
 
-def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Fact]) -> _Ranked:
+def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Item]) -> _Ranked:
     """Facts, decisions and conventions best first, and methods, each with why it was chosen.
 
     One hybrid ranking (memory.retrieval: words and meaning, fused) scores facts and methods
-    together, and one fetch loads every chosen row: the rows, not the ranking, are the costly part.
+    together, and one fetch reads every chosen row, as a plain tuple: the rows, not the ranking,
+    are the costly part.
     """
     vectors = project_vectors(project.pk)
     try:
@@ -217,6 +195,7 @@ def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recen
             vectors=vectors,
             depth=RANK_CANDIDATES,
             lexical_filter=_strong,
+            rows_of=partial(agent_rows, scope, project),
         )
     except QueryTooCostly:
         # A task whose words match more than one call may rank still gets its bundle: the
@@ -229,22 +208,21 @@ def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recen
     relevance = {hit.fact_id: hit.score for hit in fact_hits}
     why = {hit.fact_id: _why(hit) for hit in [*fact_hits, *method_hits]}
     top = max(relevance.values(), default=0.0) or 1.0
-    rows = {f.pk: f for f in recent}
+    rows = {f.id: f for f in recent}
     recent_ids = list(rows)
     method_ids = [hit.fact_id for hit in method_hits]
     missing = [i for i in dict.fromkeys([*relevance, *method_ids]) if i not in rows]
     if missing:
-        chosen = with_ids(agent_facts(scope, project), missing).only(*_ITEM_FIELDS)
-        rows.update((f.pk, f) for f in chosen)
+        rows.update((row[0], Item._make(row)) for row in agent_rows(scope, project, missing, COLUMNS))
 
-    def score(fact: Fact) -> float:
-        rel = relevance.get(fact.pk, 0.0) / top
+    def score(fact: Item) -> float:
+        rel = relevance.get(fact.id, 0.0) / top
         return 0.6 * rel + 0.25 * KIND_WEIGHT.get(fact.kind, 0.5) + 0.15 * _recency(fact.created_at, now)
 
     facts = [rows[i] for i in dict.fromkeys([*relevance, *recent_ids]) if i in rows]
-    ordered = sorted(facts, key=lambda f: (score(f), f.pk), reverse=True)
+    ordered = sorted(facts, key=lambda f: (score(f), f.id), reverse=True)
     return _Ranked(
-        facts=[(f, why.get(f.pk, RECENT_WHY)) for f in ordered],
+        facts=[(f, why.get(f.id, RECENT_WHY)) for f in ordered],
         methods=[(rows[i], why[i]) for i in method_ids if i in rows],
         vectors=vectors.vectors_of(rows) if vectors else {},
     )
@@ -252,7 +230,7 @@ def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recen
 
 def _fill(
     section: list[ItemPayload],
-    candidates: Iterable[tuple[Fact, str]],
+    candidates: Iterable[tuple[Item, str]],
     budget: _Budget,
     pointers: list[Pointer],
     served: list[str],
@@ -262,7 +240,7 @@ def _fill(
     for fact, why in candidates:
         if budget.items <= 0 and len(pointers) >= max_pointers:
             break  # nothing further can be served or pointed to
-        if duplicates.repeats(fact.pk, fact.text):
+        if duplicates.repeats(fact.id, fact.text):
             continue
         if budget.take(fact.text):
             section.append(item_payload(fact))

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from memory.models import ContextRequest, Proposal, Publication
 from workspaces.models import Project, Workspace
+from workspaces.prepared import PreparedInsert
 from workspaces.scope import AgentScope
 
 # Heartbeat publications (nothing changed) older than this are pruned; changed ones are kept.
@@ -91,6 +92,9 @@ def publication_heartbeat(*, now: datetime | None = None) -> int:
     return published
 
 
+_context_request_insert = PreparedInsert(ContextRequest, ignore_conflicts=True)
+
+
 def context_request_record(
     *,
     context_id: str,
@@ -102,10 +106,10 @@ def context_request_record(
 ) -> None:
     """Record a compiled bundle once per context_id (a replay in another process is a no-op).
 
-    One `INSERT ... ON CONFLICT DO NOTHING`: no savepoint, and a concurrent first compile of the
-    same bundle elsewhere is simply kept.
+    One `INSERT ... ON CONFLICT DO NOTHING`, its SQL built once per process: no savepoint, and a
+    concurrent first compile of the same bundle elsewhere is simply kept.
     """
-    ContextRequest.objects.bulk_create(
+    _context_request_insert.insert(
         [
             ContextRequest(
                 context_id=context_id,
@@ -117,6 +121,5 @@ def context_request_record(
                 publication_version=publication_version,
                 refs=refs,
             )
-        ],
-        ignore_conflicts=True,
+        ]
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import pytest
 
@@ -95,3 +96,32 @@ def test_processes_keep_only_as_many_indexed_items_as_the_budget_allows(
     lexical_indexes.get(tenant.projects["handbook"].pk)
     # Four items in two projects exceed three: the least recently used project was let go.
     assert lexical_indexes.get(tenant.projects["platform"].pk) is not platform
+
+
+def test_a_views_kept_word_frequencies_rank_as_the_rows_would_without_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    texts = [
+        "deploy the billing service",
+        "deploy the search service",
+        "billing retries webhooks",
+        "deploy billing on tuesdays",
+        "search reindexes nightly",
+    ]
+    rows = [(i + 1, "fact", "internal", State.ACTIVE, text) for i, text in enumerate(texts)]
+    query = words("deploy billing service")
+
+    def ranked(keep: int, *, dead: list[int], without: list[str]) -> list[tuple[int, float]]:
+        monkeypatch.setattr(lexical_index, "MAX_KEPT_POSTINGS", keep)
+        index = lexical_index._built(iter(rows))
+        view = partial(index.rank, query, classes=["internal"], states=[State.ACTIVE], kinds=None, limit=10)
+        view()  # a first ranking keeps the words' frequencies (when allowed)
+        index.mark_dead(dead)
+        return [(h.fact_id, h.score) for h in view(without=words(" ".join(without)))]
+
+    monkeypatch.setattr(lexical_index, "MIN_KEPT_POSTING", 1)
+    for dead, without in [([], []), ([1], []), ([], ["tuesdays"]), ([2], ["search"])]:
+        kept = ranked(1_000, dead=dead, without=without)
+        assert kept == ranked(0, dead=dead, without=without)
+        assert kept
+        assert not set(dead) & {i for i, _ in kept}

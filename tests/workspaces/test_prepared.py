@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from memory.models import Proposal
+from memory.models import ContextRequest, Proposal
 from memory.refs import new_proposal_ref
 from memory.services import proposal_submit
 from tests.conftest import Tenant
@@ -137,3 +137,29 @@ def test_inserted_instances_get_their_keys_and_store_what_a_save_would(tenant: T
         for f in Proposal._meta.concrete_fields:
             assert getattr(stored, f.attname) == getattr(copy, f.attname), f.name
     assert stored.evidence == original.evidence
+
+
+def test_an_insert_ignoring_conflicts_keeps_the_first_row_of_a_unique_key(tenant: Tenant) -> None:
+    _, connection = tenant.issue(actor="claude@tests")
+    project = tenant.projects["platform"]
+
+    def record(task: str) -> ContextRequest:
+        return ContextRequest(
+            context_id="ctx_same",
+            workspace_id=tenant.workspace.pk,
+            project=project,
+            connection=connection,
+            actor="claude@tests",
+            task=task,
+            publication_version=3,
+            refs=["fact_a", "fact_b"],
+        )
+
+    insert = PreparedInsert(ContextRequest, ignore_conflicts=True)
+    first, again = record("first"), record("again")
+    insert.insert([first])
+    insert.insert([again])  # the same context_id: left out, no error
+    assert not again._state.adding
+    stored = ContextRequest.objects.get(context_id="ctx_same")
+    assert (stored.task, stored.refs, stored.publication_version) == ("first", ["fact_a", "fact_b"], 3)
+    assert stored.created_at is not None

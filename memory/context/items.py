@@ -1,0 +1,59 @@
+"""The rows a bundle is made of: the columns it shows of each current item, read as plain tuples.
+
+A bundle holds a few dozen items, chosen among a few hundred candidates; building a model
+instance for each of them cost more than the statement that read them. The standing part and
+the ranking both read exactly `COLUMNS` (memory.retrieval's candidate check reads them for every
+candidate in the statement that checks it against the scope).
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import NamedTuple
+
+from memory.contract import ItemPayload
+from memory.models import Fact, Taint, provenance_of
+
+
+class Item(NamedTuple):
+    id: int
+    ref: str
+    kind: str
+    state: str
+    text: str
+    data_class: str
+    taint: int
+    source: str
+    source_date: date | None
+    actor: str
+    origin: str
+    created_at: datetime
+
+
+# Field names of Fact, in Item's order.
+COLUMNS: tuple[str, ...] = Item._fields
+_TAINT_LABELS = {int(value): label for value, label in Taint.choices}
+
+
+def item_of(fact: Fact) -> Item:
+    """The Item of a Fact read with (at least) `COLUMNS`."""
+    return Item(*(getattr(fact, column) for column in COLUMNS))
+
+
+def item_payload(item: Item) -> ItemPayload:
+    return {
+        "ref": item.ref,
+        "kind": item.kind,
+        "state": item.state,
+        "text": item.text,
+        "data_class": item.data_class,
+        "taint": _TAINT_LABELS[item.taint],
+        "provenance": provenance_of(
+            ref=item.ref,
+            source=item.source,
+            source_date=item.source_date,
+            created_at=item.created_at,
+            actor=item.actor,
+            origin=item.origin,
+        ),
+    }
