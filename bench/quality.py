@@ -39,6 +39,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import public  # noqa: E402
+import reuse_vectors  # noqa: E402
 from corpus import PHRASINGS, Corpus, generate, write_jsonl  # noqa: E402
 
 WORKSPACE = "quality"
@@ -208,6 +209,11 @@ def main(argv: list[str] | None = None) -> int:
         "--embedder", default="local", help="EMBEDDER for the hybrid column (off: lexical only)"
     )
     parser.add_argument(
+        "--vectors-from",
+        metavar="DATABASE_URL",
+        help="copy the vectors of identical items from this database seeded earlier (bench/reuse_vectors.py)",
+    )
+    parser.add_argument(
         "--public", choices=sorted(public.LOADERS), help="measure this public benchmark instead"
     )
     parser.add_argument("--public-path", type=Path, help="the public benchmark's data folder")
@@ -254,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     modes = _modes(args.embedder)
     if "hybrid" in modes:
         modes["hybrid"]()
+        if args.vectors_from:
+            log(f"copied {reuse_vectors.copy_vectors(args.vectors_from, project_slug):,} vectors")
         _embed_all()
     columns: dict[str, dict[str, float]] = {}
     for mode, prepare in modes.items():

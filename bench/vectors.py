@@ -29,7 +29,7 @@ django.setup()
 import numpy as np  # noqa: E402
 
 from memory.embeddings import embedder  # noqa: E402
-from memory.embeddings.index import VectorIndex, quantised, sign_bits  # noqa: E402
+from memory.embeddings.index import VectorIndex, index_of  # noqa: E402
 from memory.retrieval import STALE_MARGIN  # noqa: E402
 from workspaces.models import DataClass  # noqa: E402
 
@@ -43,15 +43,12 @@ def _index(rows: int, dimensions: int) -> VectorIndex:
     rng = np.random.default_rng(20261202)
     vectors = rng.standard_normal((rows, dimensions), dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    codes, scales = quantised(vectors)
-    return VectorIndex(
-        newest_id=rows,
+    return index_of(
+        vectors,
         ids=np.arange(1, rows + 1, dtype=np.int64),
-        codes=codes,
-        scales=scales,
-        signs=sign_bits(vectors),
         kinds=np.zeros(rows, dtype=np.uint8),
         classes=np.zeros(rows, dtype=np.uint8),
+        newest_id=rows,
     )
 
 

@@ -172,12 +172,12 @@ def _fresh_read_indexes() -> None:
 
 @pytest.fixture(params=["pgvector", "in-process"])
 def vector_store(request: pytest.FixtureRequest, db: None) -> Iterator[str]:
-    """Run a test once per vector store: PostgreSQL's pgvector (skipped where it is not installed)
-    and the in-process index (PGVECTOR off: what SQLite and a PostgreSQL without it use)."""
+    """Run a test once per vector store: PostgreSQL's pgvector (PGVECTOR on; skipped where it is not
+    installed) and the in-process index (PGVECTOR off, the default: what SQLite uses too)."""
     if connection.vendor == "postgresql":
         pgvector.forget()  # an earlier test may have patched or emptied what was detected
         pgvector.state()
-    if request.param == "pgvector" and not pgvector.enabled():
+    if request.param == "pgvector" and not pgvector.ready():
         pytest.skip("needs PostgreSQL with the pgvector extension (0.8 or later) installed")
     with override_settings(UNFORGETTER={**settings.UNFORGETTER, "PGVECTOR": request.param == "pgvector"}):
         yield str(request.param)

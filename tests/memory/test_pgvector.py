@@ -1,9 +1,10 @@
 """pgvector where PostgreSQL has it, the in-process index where not: through the MCP SDK client.
 
 The semantic retrieval tests (test_semantic_retrieval.py) run on both vector stores; these pin
-what is particular to pgvector: that no process then holds a project's vectors, that every vector
-has its copy, that a database which had vectors before the extension is filled by
-`manage.py pgvector_sync`, and that without the extension everything falls back cleanly.
+what is particular to pgvector (opt-in: PGVECTOR on here): that no process then holds a project's
+vectors, that every vector has its copy (with PGVECTOR off too), that a database which had vectors
+before the extension is filled by `manage.py pgvector_sync`, and that without the extension
+everything falls back cleanly.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import io
 from collections.abc import Callable, Iterator
 
 import pytest
+from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.test import override_settings
 
 from memory import embeddings
 from memory.embeddings import pgvector
@@ -36,6 +39,13 @@ TASK = "Ship a hotfix for the site to prod on the right weekday"
 @pytest.fixture
 def sdk(live: LiveServer) -> Callable[..., RecordingMCPClient]:
     return sdk_factory(live)
+
+
+@pytest.fixture(autouse=True)
+def pgvector_on() -> Iterator[None]:
+    """PGVECTOR on (it is opt-in): whatever serves below is for want of the extension or its copy."""
+    with override_settings(UNFORGETTER={**settings.UNFORGETTER, "PGVECTOR": True}):
+        yield
 
 
 @pytest.fixture
@@ -95,6 +105,21 @@ def test_with_pgvector_searches_find_meaning_without_holding_vectors_in_process(
             "SELECT indexdef FROM pg_indexes WHERE indexname = %s", [pgvector.index_name(_model())]
         )
         assert "USING hnsw" in cursor.fetchone()[0]
+
+
+@pytest.mark.usefixtures("needs_pgvector")
+def test_pgvector_off_keeps_the_in_process_index_and_the_copies_complete(
+    tenant: Tenant, sdk, mode: str
+) -> None:
+    deploys = _items(tenant)
+    embeddings_refresh()
+    assert _copies() == Embedding.objects.count() == 3  # turning PGVECTOR on later needs no sync
+    with override_settings(UNFORGETTER={**settings.UNFORGETTER, "PGVECTOR": False}):
+        assert pgvector.ready()
+        assert not pgvector.enabled()
+        client = sdk(tenant.issue()[0], mode)
+        assert _search(client, PARAPHRASE) == [deploys]
+        assert indexes.holds(tenant.projects["platform"].pk, _model())
 
 
 @pytest.mark.usefixtures("needs_pgvector", "redetected")

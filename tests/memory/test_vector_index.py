@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from memory.embeddings.index import VectorIndex, _empty, _hamming, quantised, sign_bits
+from memory.embeddings.index import VectorIndex, _empty, _hamming, index_of, sign_bits
 
 
 def _index(rows: int, seed: int = 7) -> tuple[VectorIndex, np.ndarray]:
     rng = np.random.default_rng(seed)
     vectors = rng.standard_normal((rows, 384), dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    codes, scales = quantised(vectors)
     ids = rng.permutation(np.arange(10, 10 + 3 * rows, 3, dtype=np.int64))  # not in row order
-    index = VectorIndex(
-        newest_id=rows,
-        ids=ids,
-        codes=codes,
-        scales=scales,
-        signs=sign_bits(vectors),
-        kinds=np.zeros(rows, np.uint8),
-        classes=np.zeros(rows, np.uint8),
+    index = index_of(
+        vectors, ids=ids, kinds=np.zeros(rows, np.uint8), classes=np.zeros(rows, np.uint8), newest_id=rows
     )
     return index, vectors
 
