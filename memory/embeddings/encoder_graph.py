@@ -29,8 +29,6 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
-from memory.embeddings.minilm import DIMENSIONS
-
 LAYERS = 6
 HEADS = 12
 EPSILON = 1e-12
@@ -86,9 +84,11 @@ def build(tensors: dict[str, np.ndarray]) -> onnx.ModelProto:
             epsilon=EPSILON,
         )
 
-    head = DIMENSIONS // HEADS
+    # The hidden size, read off the weights (384 for MiniLM-L6; memory.embeddings.minilm's DIMENSIONS).
+    dimensions = int(tensors["embeddings.word_embeddings.weight"].shape[1])
+    head = dimensions // HEADS
     split = shape("heads_shape", 0, 0, HEADS, head)
-    joined = shape("hidden_shape", 0, 0, DIMENSIONS)
+    joined = shape("hidden_shape", 0, 0, dimensions)
     one, half = scalar("one", 1.0), scalar("half", 0.5)
 
     # Embeddings: the token-type row (always type 0) is folded into the position table.
@@ -141,7 +141,7 @@ def build(tensors: dict[str, np.ndarray]) -> onnx.ModelProto:
             helper.make_tensor_value_info(n, TensorProto.INT64, tokens)
             for n in ("input_ids", "attention_mask")
         ],
-        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", DIMENSIONS])],
+        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", dimensions])],
         g.initializers,
     )
     model = helper.make_model(
