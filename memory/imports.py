@@ -41,6 +41,7 @@ from memory.redaction import redact
 from memory.refs import is_ref, new_ref
 from memory.services import FactRow, fact_row, fact_rows_insert, publication_record
 from memory.services.taint_prints import prints_record
+from memory.statistics import statistics_refresh
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 
@@ -338,11 +339,5 @@ def _page_cache_widen() -> None:
 
 
 def _analyze() -> None:
-    """Planner statistics for the imported rows at once, not when autovacuum gets round to it.
-
-    A bulk load leaves PostgreSQL planning the next queries for the table as it was before (or,
-    on a new database, for an empty one); SQLite plans from its indexes alone.
-    """
-    if db.vendor == "postgresql":
-        with db.cursor() as cursor:
-            cursor.execute("ANALYZE memory_fact")
+    """Statistics for the imported rows at once (memory.statistics)."""
+    statistics_refresh(Fact._meta.db_table)

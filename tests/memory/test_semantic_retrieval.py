@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.test import override_settings
 
 from memory import embeddings
@@ -228,6 +229,23 @@ def test_embed_backfill_with_a_limit_embeds_that_many_and_keeps_the_rest_for_lat
     assert (Embedding.objects.count(), embeddings_missing()) == (4, 0)
     with pytest.raises(CommandError, match="positive"):
         call_command("embed_backfill", "--limit", "0")
+
+
+def _analyses_of(table: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = %s", [table])
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="planner statistics are PostgreSQL's")
+def test_embed_backfill_refreshes_the_planner_statistics_of_the_vectors(tenant: Tenant) -> None:
+    _distractors(tenant)
+    table = Embedding._meta.db_table
+    before = _analyses_of(table)
+    call_command("embed_backfill", stdout=io.StringIO())
+    assert embeddings_missing() == 0
+    assert _analyses_of(table) == before + 1
 
 
 @pytest.mark.skipif(embeddings.embedder() is None, reason="the local model's package is not installed")

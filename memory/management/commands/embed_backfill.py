@@ -6,7 +6,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.embeddings import embedder
+from memory.models import Embedding
 from memory.services.embeddings import embeddings_missing, embeddings_prune, embeddings_refresh
+from memory.statistics import statistics_refresh
 from workspaces.management.progress import ProgressBar
 
 
@@ -38,6 +40,9 @@ class Command(BaseCommand):
         finally:
             bar.close()
         pruned = embeddings_prune() if report.complete else 0
+        # The vectors' table has grown by up to every item: the next searches (pgvector's plan
+        # above all) are planned for it now, not when autovacuum gets round to it.
+        statistics_refresh(Embedding._meta.db_table)
         self.stdout.write(
             f"Embedded {report.embedded} items with {model.name} in {time.monotonic() - started:.1f}s; "
             f"deleted {pruned} vectors of other models."
