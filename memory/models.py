@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from datetime import date, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from django.conf import settings
 from django.db import models
@@ -165,31 +165,39 @@ class Fact(models.Model):
 
     def provenance(self) -> Provenance:
         """Where this line came from: the source reference, its date and the asserting actor."""
-        return provenance_of(
-            ref=self.ref,
-            source=self.source,
-            source_date=self.source_date,
-            created_at=self.created_at,
-            actor=self.actor,
-            origin=self.origin,
-        )
+        return provenance_of(self)
 
     @property
     def taint_label(self) -> str:
         return Taint(self.taint).label
 
 
-def provenance_of(
-    *, ref: str, source: str, source_date: date | None, created_at: datetime, actor: str, origin: str
-) -> Provenance:
-    """`Fact.provenance` from an item's columns, for rows read without building a Fact."""
+class Provenanced(Protocol):
+    """What provenance is made of: a Fact, or a row read without building one (context Item)."""
+
+    @property
+    def ref(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def source_date(self) -> date | None: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def actor(self) -> str: ...
+    @property
+    def origin(self) -> str: ...
+
+
+def provenance_of(item: Provenanced) -> Provenance:
+    """Where an item came from: the source reference, its date and the asserting actor."""
     provenance = Provenance(
-        source=source or f"unforgetter:{ref}",
-        date=(source_date or created_at.date()).isoformat(),
-        actor=actor,
+        source=item.source or f"unforgetter:{item.ref}",
+        date=(item.source_date or item.created_at.date()).isoformat(),
+        actor=item.actor,
     )
-    if origin:
-        provenance["origin"] = origin
+    if item.origin:
+        provenance["origin"] = item.origin
     return provenance
 
 

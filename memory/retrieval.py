@@ -79,15 +79,15 @@ def hybrid_rank(
     vectors: Vectors | None,
     depth: int = FUSION_DEPTH,
     lexical_filter: Callable[[list[Hit]], list[Hit]] | None = None,
-    rows_of: RowsOf | None = None,
+    rows_of: RowsOf,
 ) -> list[Ranked]:
     """The best `limit` current items for the query, best first; ties go to the newest item.
 
-    `items` is the caller's scoped queryset: every candidate must be in it to count.
-    `vectors` is the project's index (`project_vectors`), None for the lexical ranking alone.
-    The first `depth` of each ranking are fused; the order does not depend on `limit`.
-    `rows_of`, when given, reads the candidates' rows instead of `items` (the same rows, from a
-    statement compiled once: `agent_rows`).
+    `items` is the caller's scoped queryset (the vector side ranks within it), and `rows_of`
+    reads the same scoped rows by id (`agent_rows`, compiled once): every candidate must be
+    among them to count. `vectors` is the project's index (`project_vectors`), None for the
+    lexical ranking alone. The first `depth` of each ranking are fused; the order does not depend
+    on `limit`.
     """
     wanted = max(limit, depth)
     if not data_classes:
@@ -118,14 +118,14 @@ def hybrid_rank(
     for attempt in range(MAX_RECHECKS + 1):
         if attempt:
             lexical = ranked_words()
-        current = _current(items, [*(h.fact_id for h in lexical), *checked], states, kinds, rows_of)
+        current = _current(rows_of, [*(h.fact_id for h in lexical), *checked], states, kinds)
         stale = [h.fact_id for h in lexical if h.fact_id not in current]
         index.mark_dead(stale)
         lexical = [h for h in lexical if h.fact_id in current]
         if not stale or len(lexical) >= wanted:
             break
     if len(checked) < len(semantic) and sum(i in current for i in checked) < depth:
-        current.update(_current(items, [i for i, _ in semantic[len(checked) :]], states, kinds, rows_of))
+        current.update(_current(rows_of, [i for i, _ in semantic[len(checked) :]], states, kinds))
     if lexical_filter is not None:
         lexical = lexical_filter(lexical)
     near = [Hit(i, score, current[i]) for i, score in semantic if i in current][:depth]
@@ -136,11 +136,7 @@ def hybrid_rank(
 
 
 def _current(
-    items: QuerySet[Fact],
-    fact_ids: list[int],
-    states: Sequence[str],
-    kinds: Collection[str] | None,
-    rows_of: RowsOf | None = None,
+    rows_of: RowsOf, fact_ids: list[int], states: Sequence[str], kinds: Collection[str] | None
 ) -> dict[int, str]:
     """The candidates that are current and visible through the caller's scope, with their kind.
 
@@ -150,8 +146,7 @@ def _current(
     """
     if not fact_ids:
         return {}
-    columns = ("id", "kind", "state")
-    rows = rows_of(fact_ids, columns) if rows_of else with_ids(items, fact_ids).values_list(*columns)
+    rows = rows_of(fact_ids, ("id", "kind", "state"))
     return {i: kind for i, kind, state in rows if state in states and (kinds is None or kind in kinds)}
 
 

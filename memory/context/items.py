@@ -48,12 +48,5 @@ def item_payload(item: Item) -> ItemPayload:
         "text": item.text,
         "data_class": item.data_class,
         "taint": _TAINT_LABELS[item.taint],
-        "provenance": provenance_of(
-            ref=item.ref,
-            source=item.source,
-            source_date=item.source_date,
-            created_at=item.created_at,
-            actor=item.actor,
-            origin=item.origin,
-        ),
+        "provenance": provenance_of(item),
     }
