@@ -11,6 +11,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcpbridge.auth import SCOPE_PROPOSE, SCOPE_READ
+from mcpbridge.direct import DirectToolCalls
 from mcpbridge.server import build_server
 from workspaces.exceptions import Unavailable
 from workspaces.net import loopback_netlocs
@@ -110,13 +111,16 @@ async def _send_unavailable(send: Send, error: Unavailable) -> None:
 
 
 def build_mcp_app() -> ASGIApp:
-    app = build_server().streamable_http_app(
+    server = build_server()
+    security = transport_security()
+    app = server.streamable_http_app(
         streamable_http_path="/mcp",
         stateless_http=True,
         json_response=True,
-        transport_security=transport_security(),
+        transport_security=security,
     )
     # Outermost of the app's own middleware, inside Starlette's error middleware, so the 503 is
     # sent instead of its 500.
     app.add_middleware(AnswerOutages)
-    return ChallengeScope(app)
+    # In front of it all: the hot tools/call answered directly; everything else reaches the SDK.
+    return DirectToolCalls(ChallengeScope(app), server, security)

@@ -8,22 +8,35 @@ process.
 
 from __future__ import annotations
 
+import functools
+import time
 from contextvars import ContextVar
 
+from django.conf import settings
 from django.utils import timezone
-from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.middleware.auth_context import auth_context_var, get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from pydantic import AnyHttpUrl, ValidationError
 
 from mcpbridge.threads import in_request_thread
 from workspaces.bearers import bearer_verified
 from workspaces.exceptions import ForbiddenScope, Unauthorized
 from workspaces.models import Connection
+from workspaces.outages import OUTAGE_ERRORS
 from workspaces.scope import AgentScope
 from workspaces.scopes import SCOPE_PROPOSE, SCOPE_READ
 from workspaces.selectors import last_used_is_stale
 from workspaces.services import connection_touch
 
-__all__ = ["SCOPE_PROPOSE", "SCOPE_READ", "ConnectionTokenVerifier", "current_scope", "require_scope"]
+__all__ = [
+    "SCOPE_PROPOSE",
+    "SCOPE_READ",
+    "ConnectionTokenVerifier",
+    "authenticated_here",
+    "current_scope",
+    "require_scope",
+]
 
 _verified: ContextVar[tuple[AgentScope, str] | None] = ContextVar("unforgetter_scope", default=None)
 
@@ -45,16 +58,55 @@ class ConnectionTokenVerifier:
         found = await in_request_thread(authenticate, token)
         if found is None:
             return None
-        scope, resource = found
         _verified.set(found)
-        return AccessToken(
-            token=token,
-            client_id=f"connection:{scope.connection_id}",
-            subject=scope.actor,
-            scopes=sorted(scope.grants),
-            expires_at=int(scope.expires_at.timestamp()),
-            resource=resource,
-        )
+        return _access_token(token, *found)
+
+
+def _access_token(token: str, scope: AgentScope, resource: str) -> AccessToken:
+    return AccessToken(
+        token=token,
+        client_id=f"connection:{scope.connection_id}",
+        subject=scope.actor,
+        scopes=sorted(scope.grants),
+        expires_at=int(scope.expires_at.timestamp()),
+        resource=resource,
+    )
+
+
+def authenticated_here(token: str, connection_id: int) -> bool:
+    """Verify `token` in the calling request thread, as the SDK's auth middleware would accept it
+    (mcpbridge.direct): usable, unexpired, issued for this resource, granting memory:read, and
+    still the connection `connection_id`. If so the request's scope is set, as `verify_token` and
+    the middleware set it. False leaves the request to the SDK, which then answers it.
+    """
+    try:
+        found = authenticate(token)
+    except OUTAGE_ERRORS:
+        return False
+    if found is None:
+        return False
+    scope, resource = found
+    access = _access_token(token, scope, resource)
+    if (
+        scope.connection_id != connection_id
+        or (access.expires_at and access.expires_at < int(time.time()))
+        or not _for_this_resource(resource, settings.MCP_RESOURCE_URL)
+        or SCOPE_READ not in access.scopes
+    ):
+        return False
+    _verified.set(found)
+    auth_context_var.set(AuthenticatedUser(access))
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def _for_this_resource(resource: str | None, ours: str) -> bool:
+    """The SDK's resource check (mcp.server.auth.middleware.bearer_auth): compared as URLs."""
+    try:
+        token_resource = str(AnyHttpUrl(resource or ""))
+    except ValidationError:
+        return False
+    return token_resource.removesuffix("/") == str(AnyHttpUrl(ours)).removesuffix("/")
 
 
 def current_scope() -> AgentScope:

@@ -79,36 +79,60 @@ class _ValidatedByTool(FuncMetadata):
         return {"arguments": dict(arguments_to_validate)}
 
 
-async def run_tool(
-    model: type[ArgsT], arguments: dict[str, Any], handler: Callable[[AgentScope, ArgsT], Mapping[str, Any]]
-) -> CallToolResult:
-    with CALL_SECONDS.labels(_TOOL_NAMES.get(model, model.__name__)).time():
-        return await _run_tool(model, arguments, handler)
+Handler = Callable[[AgentScope, Any], Mapping[str, Any]]
 
 
-async def _run_tool(
-    model: type[ArgsT], arguments: dict[str, Any], handler: Callable[[AgentScope, ArgsT], Mapping[str, Any]]
-) -> CallToolResult:
+async def run_tool(model: type[ArgsT], arguments: dict[str, Any], handler: Handler) -> CallToolResult:
+    """A tool call on the SDK's path: the credential was verified by the SDK's auth middleware."""
+    name = _TOOL_NAMES[model]
+    with CALL_SECONDS.labels(name).time():
+        args = _validated(model, arguments)
+        if isinstance(args, UnforgetterError):
+            return results.error(args)
+        try:
+            scope = current_scope()
+            # The slot is taken on the event loop, before the call takes a thread: a credential's
+            # calls past its concurrency wait here, holding no thread and no database connection.
+            async with credential_slot_async(scope.connection_id):
+                payload = await in_request_thread(_rate_checked(handler), scope, args)
+        except Exception as exc:
+            return results.error(_refusal(name, exc))
+        return results.ok(payload)
+
+
+def answer_in_thread(
+    name: str, model: type[BaseModel], arguments: Mapping[str, Any], handler: Handler
+) -> dict[str, Any]:
+    """A tool call's wire result, run in the request thread that verified the credential
+    (mcpbridge.direct): the same checks, in the same order, as `run_tool`."""
+    args = _validated(model, arguments)
+    if isinstance(args, UnforgetterError):
+        return results.error_wire(args)
     try:
-        args = model.model_validate(arguments)
+        payload = _rate_checked(handler)(current_scope(), args)
+    except Exception as exc:
+        return results.error_wire(_refusal(name, exc))
+    return results.ok_wire(payload)
+
+
+def _validated(model: type[ArgsT], arguments: Mapping[str, Any]) -> ArgsT | UnforgetterError:
+    try:
+        return model.model_validate(arguments)
     except ValidationError as exc:
         if any(error["type"] == PROTECTED_TARGET_ERROR for error in exc.errors()):
-            return results.error(ProtectedTarget())
-        return results.error(InvalidRequest(describe_validation_error(exc)))
-    try:
-        scope = current_scope()
-        # The slot is taken on the event loop, before the call takes a thread: a credential's
-        # calls past its concurrency wait here, holding no thread and no database connection.
-        async with credential_slot_async(scope.connection_id):
-            payload = await in_request_thread(_rate_checked(handler), scope, args)
-    except UnforgetterError as exc:
-        return results.error(exc)
-    except OUTAGE_ERRORS as exc:
-        return results.error(unavailable(_TOOL_NAMES[model], exc))
-    except Exception:
-        logger.exception("MCP tool %s failed", model.__name__)
-        return results.error(results.InternalError("The server could not complete this call."))
-    return results.ok(payload)
+            return ProtectedTarget()
+        return InvalidRequest(describe_validation_error(exc))
+
+
+def _refusal(name: str, exc: Exception) -> UnforgetterError:
+    """What a tool answers for an exception: ours as they are, outages as `unavailable`, the
+    rest as an internal error that says nothing of what failed."""
+    if isinstance(exc, UnforgetterError):
+        return exc
+    if isinstance(exc, OUTAGE_ERRORS):
+        return unavailable(name, exc)
+    logger.error("MCP tool %s failed", name, exc_info=exc)
+    return results.InternalError("The server could not complete this call.")
 
 
 _TOOL_NAMES: dict[type[BaseModel], str] = {
@@ -119,10 +143,8 @@ _TOOL_NAMES: dict[type[BaseModel], str] = {
 }
 
 
-def _rate_checked(
-    handler: Callable[[AgentScope, ArgsT], Mapping[str, Any]],
-) -> Callable[[AgentScope, ArgsT], Mapping[str, Any]]:
-    def checked(scope: AgentScope, args: ArgsT) -> Mapping[str, Any]:
+def _rate_checked(handler: Handler) -> Handler:
+    def checked(scope: AgentScope, args: Any) -> Mapping[str, Any]:
         credential_rate_check(scope.connection_id)
         return handler(scope, args)
 
@@ -157,6 +179,15 @@ def _propose_memory(scope: AgentScope, args: ProposeMemoryArgs) -> ProposalRecei
         kind=change.kind,
         evidence=[e.model_dump() for e in args.evidence],
     ).payload()
+
+
+# Each tool's argument model and handler, by name (the direct path, mcpbridge.direct, looks them up).
+TOOLS: dict[str, tuple[type[BaseModel], Handler]] = {
+    "list_projects": (ListProjectsArgs, _list_projects),
+    "get_context": (GetContextArgs, _get_context),
+    "search_memory": (SearchMemoryArgs, _search_memory),
+    "propose_memory": (ProposeMemoryArgs, _propose_memory),
+}
 
 
 async def list_projects(arguments: dict[str, Any]) -> CallToolResult:

@@ -1,0 +1,198 @@
+"""Stateless `tools/call` answered directly: one thread hop, none of the SDK's per-request machinery.
+
+Every MCP request on the SDK's path pays for machinery a stateless tool call does not use: the
+Starlette request and middleware stack, the verifier's own thread hop (then the tool's: two
+units of work, two connection checkouts), the kernel's per-request runner, request context,
+middleware chain, and the per-version result sieve. That is most of a `list_projects` call.
+
+This ASGI wrapper answers the hot case itself: a well-formed 2026-07-28 `tools/call` POST for
+one of our tools, with a bearer credential this process has verified before. The credential is
+re-verified (database re-read, as on every call) and the tool run in one unit of work in a
+request thread (mcpbridge.threads). Everything else, and anything about such a request that is
+not plainly the happy path (a header or envelope the SDK would refuse, an unknown or refused
+credential, an outage while verifying it, a concurrency refusal before the credential is
+checked), is handed to the SDK untouched, body replayed: the SDK alone decides every HTTP-level
+error, so they stay exactly as they were. Tool-level outcomes (results and tool errors) are the
+same bytes the SDK sends; tests/mcpbridge/test_direct.py compares both paths call by call.
+UNFORGETTER["MCP_DIRECT_CALLS"] = false serves everything through the SDK.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from mcp.server.mcpserver import MCPServer
+from mcp.server.streamable_http import check_accept_headers
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.shared.inbound import (
+    InboundLadderRejection,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+)
+from mcp_types import SERVER_INFO_META_KEY
+from mcp_types import methods as protocol_methods
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mcpbridge.auth import authenticated_here
+from mcpbridge.server import TOOLS, answer_in_thread
+from mcpbridge.threads import in_request_thread
+from memory.metrics import CALL_SECONDS
+from workspaces.bearers import kept_connection_id
+from workspaces.exceptions import RateLimited
+from workspaces.limits import credential_slot_async
+
+_PROTOCOL_VERSION = b"mcp-protocol-version"
+_AUTHORIZATION = b"authorization"
+_PARAM_HEADER_PREFIX = b"mcp-param-"
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+class DirectToolCalls:
+    """Answers a verified credential's stateless tools/call; hands anything else to `app`."""
+
+    def __init__(self, app: ASGIApp, server: MCPServer, security: TransportSecuritySettings) -> None:
+        self.app = app
+        self.security = TransportSecurityMiddleware(security)
+        self.server_info = server._lowlevel_server.server_info_stamp
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "POST"
+            or not settings.UNFORGETTER["MCP_DIRECT_CALLS"]
+        ):
+            await self.app(scope, receive, send)
+            return
+        token = _bearer_and_modern(scope["headers"])
+        hint = kept_connection_id(token) if token is not None else None
+        if token is None or hint is None:
+            await self.app(scope, receive, send)
+            return
+        body, replay = await _buffered(receive)
+        call = await self._tool_call(scope, replay, body)
+        if call is None:
+            await self.app(scope, replay, send)
+            return
+        request_id, name, arguments = call
+        with CALL_SECONDS.labels(name).time():
+            result = await _direct_result(token, hint, name, arguments)
+        if result is None:
+            await self.app(scope, replay, send)
+            return
+        result["_meta"] = {SERVER_INFO_META_KEY: self.server_info}
+        payload = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}, separators=(",", ":"))
+        encoded = payload.encode()
+        headers = [(b"content-length", str(len(encoded)).encode()), *_JSON_HEADERS]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": encoded})
+
+    async def _tool_call(self, scope: Scope, receive: Receive, body: bytes) -> tuple[Any, str, Any] | None:
+        """(id, tool, arguments) of a request the SDK would hand to our tool, else None."""
+        request = Request(scope, receive)
+        if await self.security.validate_request(request, is_post=True) is not None:
+            return None
+        if not check_accept_headers(request)[0]:
+            return None
+        if find_duplicated_routing_header(request.headers.items()) is not None:
+            return None
+        try:
+            decoded = json.loads(body)
+        except (ValueError, RecursionError):
+            return None
+        if not _plain_request(decoded):
+            return None
+        params = decoded["params"]
+        name = params.get("name")
+        if name not in TOOLS:
+            return None
+        verdict = classify_inbound_request(decoded, headers=dict(request.headers))
+        if isinstance(verdict, InboundLadderRejection):
+            return None
+        try:
+            protocol_methods.validate_client_request("tools/call", verdict.protocol_version, params)
+        except (KeyError, ValidationError):
+            return None
+        arguments = params.get("arguments")
+        return decoded["id"], name, {} if arguments is None else arguments
+
+
+def _bearer_and_modern(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The bearer credential of a 2026-07-28 request without Mcp-Param headers, else None."""
+    token = None
+    modern = False
+    for name, value in headers:
+        if name == _AUTHORIZATION:
+            if token is not None or value[:7].lower() != b"bearer ":
+                return None
+            token = value[7:].decode("latin-1")
+        elif name == _PROTOCOL_VERSION:
+            modern = value.decode("latin-1") in MODERN_PROTOCOL_VERSIONS
+        elif name.startswith(_PARAM_HEADER_PREFIX):
+            # The SDK checks them against the tool's schema (ours declare none): its answer.
+            return None
+    return token if modern else None
+
+
+def _plain_request(decoded: Any) -> bool:
+    """A single JSON-RPC 2.0 tools/call request object with an int or string id."""
+    if (
+        not isinstance(decoded, dict)
+        or decoded.get("jsonrpc") != "2.0"
+        or decoded.get("method") != "tools/call"
+    ):
+        return False
+    request_id = decoded.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return False
+    params = decoded.get("params")
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    return isinstance(params, dict) and (arguments is None or isinstance(arguments, dict))
+
+
+async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
+    """The request body, and a receive that replays it before passing on to the client's."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            # A disconnect before the body was complete: replay it as it came.
+            pending: list[Message] = [message]
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            pending = []
+            break
+    body = b"".join(chunks)
+    replayed: list[Message] = [{"type": "http.request", "body": body, "more_body": False}, *pending]
+
+    async def replay() -> Message:
+        if replayed:
+            return replayed.pop(0)
+        return await receive()
+
+    return body, replay
+
+
+async def _direct_result(
+    token: str, hint: int, name: str, arguments: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The tool's wire result in one unit of work, or None for the SDK to answer instead."""
+    try:
+        async with credential_slot_async(hint):
+            return await in_request_thread(_verified_call, token, hint, name, arguments)
+    except RateLimited:
+        # Refused before the credential was checked: the SDK checks it, then refuses the same way.
+        return None
+
+
+def _verified_call(token: str, hint: int, name: str, arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+    if not authenticated_here(token, hint):
+        return None
+    model, handler = TOOLS[name]
+    return answer_in_thread(name, model, arguments, handler)

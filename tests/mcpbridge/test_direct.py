@@ -1,0 +1,204 @@
+"""The direct tools/call path (mcpbridge.direct) answers exactly what the SDK answers, or defers.
+
+Each request is sent twice over real HTTP, once with the direct path on and once with it off
+(everything through the SDK), and the two responses are compared byte for byte. A counter on the
+direct path's unit of work shows which path served each request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from django.conf import settings
+from django.test import override_settings
+
+from mcpbridge import direct
+from tests.conftest import LiveServer, Tenant
+from tests.readpath import _fresh_bundle_cache, add_item, raw_call, raw_post, rpc_body, rpc_headers  # noqa: F401
+from workspaces.models import Connection
+from workspaces.services import connection_revoke
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The tool of every call the direct path ran (in its one unit of work)."""
+    calls: list[str] = []
+    real = direct._verified_call
+
+    def counted(token: str, hint: int, name: str, arguments: Any) -> Any:
+        calls.append(name)
+        return real(token, hint, name, arguments)
+
+    monkeypatch.setattr(direct, "_verified_call", counted)
+    return calls
+
+
+@pytest.fixture
+def sdk_only() -> Iterator[Any]:
+    def switch() -> Any:
+        return override_settings(UNFORGETTER={**settings.UNFORGETTER, "MCP_DIRECT_CALLS": False})
+
+    return switch
+
+
+def _both(live: LiveServer, token: str, tool: str, arguments: Any, sdk_only: Any) -> tuple[Any, Any]:
+    with sdk_only():
+        through_sdk = raw_call(live.mcp_url, token, tool, arguments)
+    direct_answer = raw_call(live.mcp_url, token, tool, arguments)
+    return through_sdk, direct_answer
+
+
+# The replica's freshness moves on between two calls (the consolidator records it as it runs).
+_REPLICA_AT = re.compile(rb'(replica_at\\?":\\?")[^"\\]*')
+
+
+def _same(a: httpx.Response, b: httpx.Response) -> None:
+    assert (a.status_code, a.headers["content-type"]) == (b.status_code, b.headers["content-type"])
+    assert _REPLICA_AT.sub(rb"\1", a.content) == _REPLICA_AT.sub(rb"\1", b.content)
+
+
+def _warm(live: LiveServer, token: str) -> None:
+    """A first call, through the SDK: the process then knows the credential's connection."""
+    assert raw_call(live.mcp_url, token, "list_projects", {}).status_code == 200
+
+
+def test_a_known_credentials_calls_are_served_directly_with_the_sdks_bytes(
+    live: LiveServer, tenant: Tenant, served: list[str], sdk_only: Any
+) -> None:
+    platform = tenant.projects["platform"]
+    add_item(platform, "invoice-worker retries failed payments three times with exponential backoff")
+    add_item(platform, "Déploiement: ship to production with `make deploy` — reviewed by the on-call")
+    token, _ = tenant.issue()
+    _warm(live, token)
+    assert served == []
+    cases: list[tuple[str, Any]] = [
+        ("list_projects", {}),
+        ("get_context", {"project_id": "platform", "task": "Change the retry policy of invoice-worker"}),
+        ("search_memory", {"project_id": "platform", "query": "How often does invoice-worker retry?"}),
+        ("search_memory", {"project_id": "platform", "query": "déploiement production"}),
+        ("search_memory", {"project_id": "platform", "query": "retry", "cursor": "not-a-cursor"}),
+        ("search_memory", {"project_id": "payroll", "query": "salary"}),
+        ("search_memory", {"project_id": "nope", "query": "x"}),
+        ("get_context", {"project_id": "platform"}),
+        ("get_context", {"project_id": "platform", "task": "x", "extra": 1}),
+        ("propose_memory", {"project_id": "platform", "request_id": "short"}),
+    ]
+    for tool, arguments in cases:
+        through_sdk, direct_answer = _both(live, token, tool, arguments, sdk_only)
+        _same(through_sdk, direct_answer)
+    assert served == [tool for tool, _ in cases]
+    # Results and tool errors both came back, as tool results.
+    errors = [
+        json.loads(r.content)["result"]["isError"]
+        for r in (raw_call(live.mcp_url, token, t, a) for t, a in cases)
+    ]
+    assert errors == [False, False, False, False, True, True, True, True, True, True]
+
+
+def test_proposals_are_answered_alike(
+    live: LiveServer, tenant: Tenant, served: list[str], sdk_only: Any
+) -> None:
+    token, _ = tenant.issue()
+    reader, _ = tenant.issue(role=Connection.Role.READER)
+    _warm(live, token)
+    _warm(live, reader)
+    change = {"op": "add_fact", "kind": "fact", "text": "The staging database is rebuilt every Sunday night."}
+    evidence = [{"ref": "notes/staging.md", "trust": "trusted"}]
+    for request_id in ("direct-test-0001", "direct-test-0002"):
+        arguments = {
+            "project_id": "platform",
+            "request_id": request_id,
+            "change": change,
+            "evidence": evidence,
+        }
+        with sdk_only():
+            first = raw_call(live.mcp_url, token, "propose_memory", arguments)
+        # The replay of the same request_id: duplicate_request, the original proposal.
+        replay_sdk, replay_direct = _both(live, token, "propose_memory", arguments, sdk_only)
+        _same(replay_sdk, replay_direct)
+        assert json.loads(first.content)["result"]["isError"] is False
+    refused_sdk, refused_direct = _both(
+        live,
+        reader,
+        "propose_memory",
+        {"project_id": "platform", "request_id": "direct-test-0003", "change": change, "evidence": evidence},
+        sdk_only,
+    )
+    _same(refused_sdk, refused_direct)
+    assert (
+        json.loads(refused_direct.content)["result"]["structuredContent"]["error"]["code"]
+        == "forbidden_scope"
+    )
+    assert served == ["propose_memory", "propose_memory", "propose_memory"]
+
+
+def test_a_revoked_credential_is_refused_on_the_next_call_with_the_sdks_401(
+    live: LiveServer, tenant: Tenant, served: list[str], sdk_only: Any
+) -> None:
+    token, connection = tenant.issue()
+    _warm(live, token)
+    assert raw_call(live.mcp_url, token, "list_projects", {}).status_code == 200
+    assert served == ["list_projects"]
+    connection_revoke(connection=connection)
+    refused = raw_call(live.mcp_url, token, "list_projects", {})
+    with sdk_only():
+        refused_sdk = raw_call(live.mcp_url, token, "list_projects", {})
+    assert refused.status_code == 401
+    assert refused.headers["www-authenticate"] == refused_sdk.headers["www-authenticate"]
+    _same(refused, refused_sdk)
+    # The unit of work verified the credential and ran no tool: the SDK gave the answer.
+    assert served == ["list_projects", "list_projects"]
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (lambda body, headers: (body, {**headers, "MCP-Protocol-Version": "2025-11-25"}), "handshake era"),
+        (lambda body, headers: (body, {**headers, "Mcp-Name": "get_context"}), "header mismatch"),
+        (lambda body, headers: (body, {**headers, "Accept": "text/html"}), "not acceptable"),
+        (lambda body, headers: (body, {**headers, "Host": "evil.example"}), "dns rebinding"),
+        (lambda body, headers: (body, {**headers, "Mcp-Param-Project": "x"}), "param header"),
+        (lambda body, headers: ({**body, "id": None}, headers), "null id"),
+        (
+            lambda body, headers: ({**body, "params": {**body["params"], "name": "nope"}}, headers),
+            "unknown tool",
+        ),
+        (lambda body, headers: ({**body, "params": {"name": "list_projects"}}, headers), "no envelope"),
+        (lambda body, headers: ([body], headers), "batch"),
+    ],
+)
+def test_anything_but_the_plain_call_is_left_to_the_sdk(
+    live: LiveServer, tenant: Tenant, served: list[str], sdk_only: Any, change: Any, why: str
+) -> None:
+    token, _ = tenant.issue()
+    _warm(live, token)
+    body, headers = change(
+        rpc_body("tools/call", {"name": "list_projects", "arguments": {}}),
+        rpc_headers(token, name="list_projects"),
+    )
+    answer = httpx.post(live.mcp_url, content=json.dumps(body), headers=headers, timeout=30)
+    with sdk_only():
+        answer_sdk = httpx.post(live.mcp_url, content=json.dumps(body), headers=headers, timeout=30)
+    assert served == [], why
+    assert answer.status_code == answer_sdk.status_code, why
+    assert answer.content == answer_sdk.content, why
+
+
+def test_an_unknown_credential_never_reaches_the_unit_of_work(
+    live: LiveServer, tenant: Tenant, served: list[str]
+) -> None:
+    answer = raw_post(
+        live.mcp_url,
+        "unf_not_a_real_token",
+        json.dumps(rpc_body("tools/call", {"name": "list_projects", "arguments": {}})),
+        name="list_projects",
+    )
+    assert answer.status_code == 401
+    assert served == []
