@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -41,7 +41,9 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @pytest.fixture
-def sdk_only() -> Iterator[Any]:
+def sdk_only() -> Callable[[], Any]:
+    """sdk_only(): a context in which every request goes through the SDK."""
+
     def switch() -> Any:
         return override_settings(UNFORGETTER={**settings.UNFORGETTER, "MCP_DIRECT_CALLS": False})
 
