@@ -5,8 +5,9 @@ Starlette request and middleware stack, the verifier's own thread hop (then the 
 units of work, two connection checkouts), the kernel's per-request runner, request context,
 middleware chain, and the per-version result sieve. That is most of a `list_projects` call.
 
-This ASGI wrapper answers the hot case itself: a well-formed 2026-07-28 `tools/call` POST for
-one of our tools, with a bearer credential this process has verified before. The credential is
+This ASGI wrapper answers the hot case itself: a well-formed stateless `tools/call` POST for one
+of our tools (the 2026-07-28 entry, or the handshake era's stateless transport, whose clients
+send no session), with a bearer credential this process has verified before. The credential is
 re-verified (database re-read, as on every call) and the tool run in one unit of work in a
 request thread (mcpbridge.threads). Everything else, and anything about such a request that is
 not plainly the happy path (a header or envelope the SDK would refuse, an unknown or refused
@@ -14,6 +15,7 @@ credential, an outage while verifying it, a concurrency refusal before the crede
 checked), is handed to the SDK untouched, body replayed: the SDK alone decides every HTTP-level
 error, so they stay exactly as they were. Tool-level outcomes (results and tool errors) are the
 same bytes the SDK sends; tests/mcpbridge/test_direct.py compares both paths call by call.
+Each era's response is written as that era's SDK transport writes it (field order, encoder).
 UNFORGETTER["MCP_DIRECT_CALLS"] = false serves everything through the SDK.
 """
 
@@ -21,8 +23,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+import pydantic_core
 from django.conf import settings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http import check_accept_headers
@@ -32,13 +36,20 @@ from mcp.shared.inbound import (
     classify_inbound_request,
     find_duplicated_routing_header,
 )
-from mcp_types import SERVER_INFO_META_KEY
+from mcp_types import (
+    DEFAULT_NEGOTIATED_VERSION,
+    PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
+    JSONRPCRequest,
+    jsonrpc_message_adapter,
+)
 from mcp_types import methods as protocol_methods
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mcpbridge import results
 from mcpbridge.auth import authenticated_here
 from mcpbridge.server import TOOLS, answer_in_thread
 from mcpbridge.threads import in_request_thread
@@ -51,6 +62,15 @@ _PROTOCOL_VERSION = b"mcp-protocol-version"
 _AUTHORIZATION = b"authorization"
 _PARAM_HEADER_PREFIX = b"mcp-param-"
 _JSON_HEADERS = [(b"content-type", b"application/json")]
+_SERVED_VERSIONS = frozenset((*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS))
+
+
+@dataclass(frozen=True)
+class _Call:
+    request_id: Any
+    name: str
+    arguments: Mapping[str, Any]
+    version: str
 
 
 class DirectToolCalls:
@@ -69,74 +89,119 @@ class DirectToolCalls:
         ):
             await self.app(scope, receive, send)
             return
-        token = _bearer_and_modern(scope["headers"])
+        token, version = _bearer_and_version(scope["headers"])
         hint = kept_connection_id(token) if token is not None else None
-        if token is None or hint is None:
+        if token is None or version is None or hint is None:
             await self.app(scope, receive, send)
             return
         body, replay = await _buffered(receive)
-        call = await self._tool_call(scope, replay, body)
-        if call is None:
+        request = Request(scope, replay)
+        call = await self._acceptable(request) and (
+            _modern_call(request, body)
+            if version in MODERN_PROTOCOL_VERSIONS
+            else _handshake_call(body, version)
+        )
+        if not call:
             await self.app(scope, replay, send)
             return
-        request_id, name, arguments = call
-        with CALL_SECONDS.labels(name).time():
-            result = await _direct_result(token, hint, name, arguments)
+        with CALL_SECONDS.labels(call.name).time():
+            result = await _direct_result(token, hint, call.name, call.arguments)
         if result is None:
             await self.app(scope, replay, send)
             return
-        result["_meta"] = {SERVER_INFO_META_KEY: self.server_info}
-        payload = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}, separators=(",", ":"))
-        encoded = payload.encode()
+        encoded = self._response(call, result)
         headers = [(b"content-length", str(len(encoded)).encode()), *_JSON_HEADERS]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": encoded})
 
-    async def _tool_call(self, scope: Scope, receive: Receive, body: bytes) -> tuple[Any, str, Any] | None:
-        """(id, tool, arguments) of a request the SDK would hand to our tool, else None."""
-        request = Request(scope, receive)
+    async def _acceptable(self, request: Request) -> bool:
+        """Whether the transport would take the request: host, origin, content type, Accept."""
         if await self.security.validate_request(request, is_post=True) is not None:
-            return None
-        if not check_accept_headers(request)[0]:
-            return None
-        if find_duplicated_routing_header(request.headers.items()) is not None:
-            return None
-        try:
-            decoded = json.loads(body)
-        except (ValueError, RecursionError):
-            return None
-        if not _plain_request(decoded):
-            return None
-        params = decoded["params"]
-        name = params.get("name")
-        if name not in TOOLS:
-            return None
-        verdict = classify_inbound_request(decoded, headers=dict(request.headers))
-        if isinstance(verdict, InboundLadderRejection):
-            return None
-        try:
-            protocol_methods.validate_client_request("tools/call", verdict.protocol_version, params)
-        except (KeyError, ValidationError):
-            return None
-        arguments = params.get("arguments")
-        return decoded["id"], name, {} if arguments is None else arguments
+            return False
+        content_type = request.headers.get("content-type", "")
+        if not any(part.strip() == "application/json" for part in content_type.split(";")[0].split(",")):
+            return False
+        return check_accept_headers(request)[0]
+
+    def _response(self, call: _Call, result: dict[str, Any]) -> bytes:
+        """The JSON-RPC response the SDK's transport writes for `result` in the call's era."""
+        if call.version in MODERN_PROTOCOL_VERSIONS:
+            # The modern entry: dumped with the stdlib, the server's identity stamped last.
+            result["_meta"] = {SERVER_INFO_META_KEY: self.server_info}
+            response = {"jsonrpc": "2.0", "id": call.request_id, "result": result}
+            return json.dumps(response, separators=(",", ":")).encode()
+        # The handshake era's result surface has no resultType; the transport dumps with pydantic.
+        del result["resultType"]
+        return pydantic_core.to_json({"jsonrpc": "2.0", "id": call.request_id, "result": result})
 
 
-def _bearer_and_modern(headers: list[tuple[bytes, bytes]]) -> str | None:
-    """The bearer credential of a 2026-07-28 request without Mcp-Param headers, else None."""
+def _bearer_and_version(headers: list[tuple[bytes, bytes]]) -> tuple[str | None, str | None]:
+    """The bearer credential and the protocol version of a request without Mcp-Param headers.
+
+    The version is the header's (the handshake era's default when there is none), or None when
+    it is one the SDK would route elsewhere or refuse.
+    """
     token = None
-    modern = False
+    version: str | None = DEFAULT_NEGOTIATED_VERSION
     for name, value in headers:
         if name == _AUTHORIZATION:
             if token is not None or value[:7].lower() != b"bearer ":
-                return None
+                return None, None
             token = value[7:].decode("latin-1")
         elif name == _PROTOCOL_VERSION:
-            modern = value.decode("latin-1") in MODERN_PROTOCOL_VERSIONS
+            given = value.decode("latin-1")
+            version = given if given in _SERVED_VERSIONS else None
         elif name.startswith(_PARAM_HEADER_PREFIX):
             # The SDK checks them against the tool's schema (ours declare none): its answer.
-            return None
-    return token if modern else None
+            return None, None
+    return token, version
+
+
+def _modern_call(request: Request, body: bytes) -> _Call | None:
+    """A 2026-07-28 POST that the SDK's modern entry would hand to one of our tools."""
+    if find_duplicated_routing_header(request.headers.items()) is not None:
+        return None
+    try:
+        decoded = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not _plain_request(decoded):
+        return None
+    verdict = classify_inbound_request(decoded, headers=dict(request.headers))
+    if isinstance(verdict, InboundLadderRejection):
+        return None
+    return _tool_call(decoded["id"], decoded["params"], verdict.protocol_version)
+
+
+def _handshake_call(body: bytes, version: str) -> _Call | None:
+    """A handshake-era POST that the SDK's stateless transport would hand to one of our tools."""
+    try:
+        decoded = pydantic_core.from_json(body)
+        message = jsonrpc_message_adapter.validate_python(decoded, by_name=False)
+    except ValueError:  # pydantic's ValidationError is one
+        return None
+    if (
+        not isinstance(message, JSONRPCRequest)
+        or message.method != "tools/call"
+        or not _plain_request(decoded)
+    ):
+        return None
+    meta = decoded["params"].get("_meta")
+    if isinstance(meta, Mapping) and PROTOCOL_VERSION_META_KEY in meta:
+        return None  # the modern envelope on a handshake-era request: the SDK refuses it
+    return _tool_call(message.id, decoded["params"], version)
+
+
+def _tool_call(request_id: Any, params: dict[str, Any], version: str) -> _Call | None:
+    name = params.get("name")
+    if name not in TOOLS:
+        return None
+    try:
+        protocol_methods.validate_client_request("tools/call", version, params)
+    except (KeyError, ValidationError):
+        return None
+    arguments = params.get("arguments")
+    return _Call(request_id, name, {} if arguments is None else arguments, version)
 
 
 def _plain_request(decoded: Any) -> bool:
@@ -186,8 +251,12 @@ async def _direct_result(
     try:
         async with credential_slot_async(hint):
             return await in_request_thread(_verified_call, token, hint, name, arguments)
-    except RateLimited:
-        # Refused before the credential was checked: the SDK checks it, then refuses the same way.
+    except RateLimited as refusal:
+        # Refused by the slot, before the credential was checked (the SDK checks it first): the
+        # refusal is the answer only for a credential still good, else the SDK's 401 is. Not
+        # retried through the SDK: a call held over its rate would then run in the next second.
+        if await in_request_thread(authenticated_here, token, hint):
+            return results.error_wire(refusal)
         return None
 
 

@@ -399,8 +399,8 @@ UNFORGETTER = {
     # The MCP SDK's OpenTelemetry span around every message (mcpbridge.server): off unless a
     # deployment installs an OpenTelemetry SDK and exporter to collect them.
     "MCP_TRACE_SPANS": env.bool("MCP_TRACE_SPANS", default=False),
-    # A stateless 2026-07-28 tools/call of a credential this process has verified before is
-    # answered in one unit of work, beside the SDK (mcpbridge.direct); false: all through the SDK.
+    # A stateless tools/call (either protocol era) of a credential this process has verified
+    # before is answered in one unit of work, beside the SDK (mcpbridge.direct); false: the SDK.
     "MCP_DIRECT_CALLS": env.bool("MCP_DIRECT_CALLS", default=True),
 }
 

@@ -19,7 +19,15 @@ from django.test import override_settings
 
 from mcpbridge import direct
 from tests.conftest import LiveServer, Tenant
-from tests.readpath import _fresh_bundle_cache, add_item, raw_call, raw_post, rpc_body, rpc_headers  # noqa: F401
+from tests.readpath import (  # noqa: F401
+    PROTOCOL,
+    _fresh_bundle_cache,
+    add_item,
+    raw_call,
+    raw_post,
+    rpc_body,
+    rpc_headers,
+)
 from workspaces.models import Connection
 from workspaces.services import connection_revoke
 
@@ -50,10 +58,38 @@ def sdk_only() -> Callable[[], Any]:
     return switch
 
 
-def _both(live: LiveServer, token: str, tool: str, arguments: Any, sdk_only: Any) -> tuple[Any, Any]:
+# Each protocol version a stateless client may speak; None: no MCP-Protocol-Version header.
+ERAS = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", None]
+
+
+@pytest.fixture(params=ERAS, ids=[str(era) for era in ERAS])
+def era(request: pytest.FixtureRequest) -> str | None:
+    era: str | None = request.param
+    return era
+
+
+def _call(live: LiveServer, token: str, tool: str, arguments: Any, era: str | None) -> httpx.Response:
+    if era == PROTOCOL:
+        return raw_call(live.mcp_url, token, tool, arguments)
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    headers["Authorization"] = f"Bearer {token}"
+    if era is not None:
+        headers["MCP-Protocol-Version"] = era
+    return httpx.post(live.mcp_url, content=json.dumps(body), headers=headers, timeout=30)
+
+
+def _both(
+    live: LiveServer, token: str, tool: str, arguments: Any, sdk_only: Any, era: str | None = PROTOCOL
+) -> tuple[Any, Any]:
     with sdk_only():
-        through_sdk = raw_call(live.mcp_url, token, tool, arguments)
-    direct_answer = raw_call(live.mcp_url, token, tool, arguments)
+        through_sdk = _call(live, token, tool, arguments, era)
+    direct_answer = _call(live, token, tool, arguments, era)
     return through_sdk, direct_answer
 
 
@@ -72,7 +108,7 @@ def _warm(live: LiveServer, token: str) -> None:
 
 
 def test_a_known_credentials_calls_are_served_directly_with_the_sdks_bytes(
-    live: LiveServer, tenant: Tenant, served: list[str], sdk_only: Any
+    live: LiveServer, tenant: Tenant, served: list[str], sdk_only: Any, era: str | None
 ) -> None:
     platform = tenant.projects["platform"]
     add_item(platform, "invoice-worker retries failed payments three times with exponential backoff")
@@ -93,13 +129,12 @@ def test_a_known_credentials_calls_are_served_directly_with_the_sdks_bytes(
         ("propose_memory", {"project_id": "platform", "request_id": "short"}),
     ]
     for tool, arguments in cases:
-        through_sdk, direct_answer = _both(live, token, tool, arguments, sdk_only)
+        through_sdk, direct_answer = _both(live, token, tool, arguments, sdk_only, era)
         _same(through_sdk, direct_answer)
     assert served == [tool for tool, _ in cases]
     # Results and tool errors both came back, as tool results.
     errors = [
-        json.loads(r.content)["result"]["isError"]
-        for r in (raw_call(live.mcp_url, token, t, a) for t, a in cases)
+        json.loads(r.content)["result"]["isError"] for r in (_call(live, token, t, a, era) for t, a in cases)
     ]
     assert errors == [False, False, False, False, True, True, True, True, True, True]
 
@@ -162,7 +197,12 @@ def test_a_revoked_credential_is_refused_on_the_next_call_with_the_sdks_401(
 @pytest.mark.parametrize(
     ("change", "why"),
     [
-        (lambda body, headers: (body, {**headers, "MCP-Protocol-Version": "2025-11-25"}), "handshake era"),
+        (lambda body, headers: (body, {**headers, "MCP-Protocol-Version": "2099-01-01"}), "unknown version"),
+        (
+            lambda body, headers: (body, {**headers, "MCP-Protocol-Version": "2025-11-25"}),
+            "envelope, old era",
+        ),
+        (lambda body, headers: (body, {**headers, "Content-Type": "application/jsonx"}), "content type"),
         (lambda body, headers: (body, {**headers, "Mcp-Name": "get_context"}), "header mismatch"),
         (lambda body, headers: (body, {**headers, "Accept": "text/html"}), "not acceptable"),
         (lambda body, headers: (body, {**headers, "Host": "evil.example"}), "dns rebinding"),
@@ -204,3 +244,18 @@ def test_an_unknown_credential_never_reaches_the_unit_of_work(
     )
     assert answer.status_code == 401
     assert served == []
+
+
+def test_a_revoked_credential_held_over_its_rate_is_told_401_not_rate_limited(
+    live: LiveServer, tenant: Tenant
+) -> None:
+    token, connection = tenant.issue()
+    with override_settings(UNFORGETTER={**settings.UNFORGETTER, "CREDENTIAL_CALLS_PER_SECOND": 1}):
+        _warm(live, token)
+        over = raw_call(live.mcp_url, token, "list_projects", {})
+        connection_revoke(connection=connection)
+        refused = raw_call(live.mcp_url, token, "list_projects", {})
+    # Either the second call was refused for its rate (then the third was held by its slot) or
+    # the second fell into a new second; a revoked credential is told so either way.
+    assert over.status_code == 200
+    assert refused.status_code == 401

@@ -139,16 +139,17 @@ def test_readyz_names_the_database_and_says_when_to_retry(outage_server: tuple[s
 
 @pytest.mark.django_db(transaction=True)
 def test_an_outage_inside_a_tool_is_an_unavailable_tool_error(
-    tenant: Tenant, mcp_client: Callable[..., MCPClient], monkeypatch: pytest.MonkeyPatch
+    tenant: Tenant, mcp_client: Callable[..., MCPClient], monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     token, _ = tenant.issue()
 
-    def database_gone(scope: Any, args: Any) -> Any:
+    def database_gone(scope: Any) -> Any:
         raise OperationalError("server closed the connection unexpectedly")
 
-    # Authentication reads the real database; the tool's own work meets the outage.
-    monkeypatch.setattr(mcpbridge.server, "_list_projects", database_gone)
-    result = mcp_client(token).call("list_projects", {})
+    # Authentication reads the real database; the tool's own work (its selector) meets the outage,
+    # on the SDK's path and on the direct one (mcpbridge.direct) alike.
+    monkeypatch.setattr(mcpbridge.server, "projects_for_agent", database_gone)
+    result = mcp_client(token, mode).call("list_projects", {})
     assert result.is_error
     error = result.structured_content["error"]
     assert (error["code"], error["retry_after"]) == ("unavailable", 5)
