@@ -227,5 +227,7 @@ def fuse(lexical: list[Hit], semantic: list[Hit]) -> list[Ranked]:
             kinds[hit.fact_id] = hit.kind
     in_lexical = {hit.fact_id for hit in lexical}
     in_semantic = {hit.fact_id for hit in semantic}
-    order = sorted(scores, key=lambda i: (scores[i], i), reverse=True)
-    return [Ranked(i, scores[i], kinds[i], i in in_lexical, i in in_semantic) for i in order]
+    # (score, id) pairs compare in C; Ranked is built as a plain tuple (its __new__ is Python).
+    order = sorted([(score, i) for i, score in scores.items()], reverse=True)
+    new = tuple.__new__
+    return [new(Ranked, (i, score, kinds[i], i in in_lexical, i in in_semantic)) for score, i in order]

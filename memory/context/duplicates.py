@@ -23,7 +23,8 @@ class NearDuplicates:
     def __init__(self, vectors: dict[int, np.ndarray]) -> None:
         self._vectors = vectors
         self._keys: set[str] = set()
-        self._kept: list[tuple[np.ndarray, frozenset[str]]] = []
+        # The vectors kept so far, by the item's words holding a digit: only those can match.
+        self._kept: dict[frozenset[str], list[np.ndarray]] = {}
 
     def repeats(self, fact_id: int, text: str) -> bool:
         found = split_words(text)
@@ -35,8 +36,9 @@ class NearDuplicates:
         if vector is not None:
             # The words holding a digit (or anything else but letters) must match too.
             numbers = frozenset(w for w in found if not w.isalpha())
-            if any(nums == numbers and float(kept @ vector) >= DUPLICATE_COSINE for kept, nums in self._kept):
+            alike = self._kept.setdefault(numbers, [])
+            if any(float(kept @ vector) >= DUPLICATE_COSINE for kept in alike):
                 return True
-            self._kept.append((vector, numbers))
+            alike.append(vector)
         self._keys.add(key)
         return False
