@@ -69,7 +69,7 @@ class Ranked(NamedTuple):
 
 def hybrid_rank(
     *,
-    items: QuerySet[Fact],
+    items: Callable[[], QuerySet[Fact]],
     project_id: int,
     data_classes: Sequence[str],
     states: Sequence[str],
@@ -83,7 +83,8 @@ def hybrid_rank(
 ) -> list[Ranked]:
     """The best `limit` current items for the query, best first; ties go to the newest item.
 
-    `items` is the caller's scoped queryset (the vector side ranks within it), and `rows_of`
+    `items` builds the caller's scoped queryset (PostgreSQL's vector side ranks within it; the
+    in-process index never needs it, so it is not built for it), and `rows_of`
     reads the same scoped rows by id (`agent_rows`, compiled once): every candidate must be
     among them to count. `vectors` is the project's index (`project_vectors`), None for the
     lexical ranking alone. The first `depth` of each ranking are fused; the order does not depend
@@ -128,7 +129,8 @@ def hybrid_rank(
         current.update(_current(rows_of, [i for i, _ in semantic[len(checked) :]], states, kinds))
     if lexical_filter is not None:
         lexical = lexical_filter(lexical)
-    near = [Hit(i, score, current[i]) for i, score in semantic if i in current][:depth]
+    new = tuple.__new__  # Hit's own __new__ is Python: hundreds per call
+    near = [new(Hit, (i, score, current[i])) for i, score in semantic if i in current][:depth]
     fused = fuse(lexical[:depth], near)
     seen = {hit.fact_id for hit in fused}
     rest = [Ranked(h.fact_id, 0.0, h.kind, True, False) for h in lexical[depth:] if h.fact_id not in seen]
@@ -190,7 +192,7 @@ def project_vectors(project_id: int) -> Vectors | None:
 
 def _semantic(
     vectors: Vectors,
-    items: QuerySet[Fact],
+    items: Callable[[], QuerySet[Fact]],
     data_classes: Sequence[str],
     states: Sequence[str],
     query: str,
@@ -210,7 +212,7 @@ def _semantic(
     if isinstance(vectors, ProjectVectors):
         # Already current and visible: no margin for stale candidates is needed.
         near = vectors.nearest(
-            vector, limit=limit, items=items, states=states, kinds=kinds, classes=data_classes
+            vector, limit=limit, items=items(), states=states, kinds=kinds, classes=data_classes
         )
     else:
         near = vectors.nearest(vector, limit=limit * STALE_MARGIN, kinds=kinds, classes=data_classes)

@@ -11,6 +11,7 @@ from collections import OrderedDict
 from collections.abc import Collection
 from datetime import datetime, timedelta
 from functools import partial
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from django.conf import settings
@@ -141,10 +142,10 @@ class _RowCache:
                 entry = self._entries[key] = {}
                 self._sizes[key] = 0
             self._entries.move_to_end(key)
-            known = [entry.get(i, _UNREAD) for i in wanted]
+            known = list(map(entry.get, wanted, repeat(_UNREAD)))
+        if _UNREAD not in known:
+            return [row for row in known if row is not None]
         missing = [i for i, row in zip(wanted, known, strict=True) if row is _UNREAD]
-        if not missing:
-            return [row for row in known if row is not None and row is not _UNREAD]
         # Read outside the lock; two threads may read the same rows once, and store the same.
         read = {row[0]: row for row in _agent_rows_read(scope, project, missing, columns)}
         added = sum(_row_bytes(row) for row in read.values()) + 16 * len(missing)
@@ -250,7 +251,7 @@ def search_for_agent(
             raise InvalidRequest("query must contain at least one word or number.")
         prefetch_query_vector(project.pk, query)
         ranked = hybrid_rank(
-            items=agent_facts(scope, project),
+            items=partial(agent_facts, scope, project),
             project_id=project.pk,
             data_classes=scope.visible_classes,
             states=list(State.current()),

@@ -196,7 +196,7 @@ def _ranked(
     vectors = project_vectors(project.pk)
     try:
         hits = hybrid_rank(
-            items=agent_facts(scope, project),
+            items=partial(agent_facts, scope, project),
             project_id=project.pk,
             data_classes=scope.visible_classes,
             states=[State.ACTIVE],
