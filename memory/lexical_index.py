@@ -254,9 +254,16 @@ class LexicalIndex:
         matched = np.flatnonzero(scores >= cut) if cut > 0 else np.flatnonzero(scores)
         order = np.lexsort((-self.ids[matched], -scores[matched]))[:limit]
         best = matched[order]
+        # Plain Python values, and each Hit built as the tuple it is (its __new__ is Python).
+        new = tuple.__new__
         return [
-            Hit(int(i), float(s), str(k))
-            for i, s, k in zip(self.ids[best], scores[best], KIND_NAMES[self.kinds[best]], strict=True)
+            new(Hit, row)
+            for row in zip(
+                self.ids[best].tolist(),
+                scores[best].tolist(),
+                KIND_NAMES[self.kinds[best]].tolist(),
+                strict=True,
+            )
         ]
 
     def holding_every(

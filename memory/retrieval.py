@@ -69,7 +69,7 @@ class Ranked(NamedTuple):
 
 def hybrid_rank(
     *,
-    items: QuerySet[Fact],
+    items: Callable[[], QuerySet[Fact]],
     project_id: int,
     data_classes: Sequence[str],
     states: Sequence[str],
@@ -83,7 +83,8 @@ def hybrid_rank(
 ) -> list[Ranked]:
     """The best `limit` current items for the query, best first; ties go to the newest item.
 
-    `items` is the caller's scoped queryset (the vector side ranks within it), and `rows_of`
+    `items` builds the caller's scoped queryset (PostgreSQL's vector side ranks within it; the
+    in-process index never needs it, so it is not built for it), and `rows_of`
     reads the same scoped rows by id (`agent_rows`, compiled once): every candidate must be
     among them to count. `vectors` is the project's index (`project_vectors`), None for the
     lexical ranking alone. The first `depth` of each ranking are fused; the order does not depend
@@ -128,8 +129,11 @@ def hybrid_rank(
         current.update(_current(rows_of, [i for i, _ in semantic[len(checked) :]], states, kinds))
     if lexical_filter is not None:
         lexical = lexical_filter(lexical)
-    near = [Hit(i, score, current[i]) for i, score in semantic if i in current][:depth]
-    fused = fuse(lexical[:depth], near)
+    new = tuple.__new__  # Hit's own __new__ is Python: hundreds per call
+    near = [new(Hit, (i, score, current[i])) for i, score in semantic if i in current][:depth]
+    fused = fuse(lexical[:depth], near, limit)
+    if len(fused) >= limit:
+        return fused
     seen = {hit.fact_id for hit in fused}
     rest = [Ranked(h.fact_id, 0.0, h.kind, True, False) for h in lexical[depth:] if h.fact_id not in seen]
     return [*fused, *rest][:limit]
@@ -190,7 +194,7 @@ def project_vectors(project_id: int) -> Vectors | None:
 
 def _semantic(
     vectors: Vectors,
-    items: QuerySet[Fact],
+    items: Callable[[], QuerySet[Fact]],
     data_classes: Sequence[str],
     states: Sequence[str],
     query: str,
@@ -210,22 +214,40 @@ def _semantic(
     if isinstance(vectors, ProjectVectors):
         # Already current and visible: no margin for stale candidates is needed.
         near = vectors.nearest(
-            vector, limit=limit, items=items, states=states, kinds=kinds, classes=data_classes
+            vector, limit=limit, items=items(), states=states, kinds=kinds, classes=data_classes
         )
     else:
         near = vectors.nearest(vector, limit=limit * STALE_MARGIN, kinds=kinds, classes=data_classes)
     return [(fact_id, score) for fact_id, score in near if score >= MIN_SIMILARITY]
 
 
-def fuse(lexical: list[Hit], semantic: list[Hit]) -> list[Ranked]:
-    """Reciprocal rank fusion of two rankings, best first, ties to the newest (highest) id."""
+def fuse(lexical: list[Hit], semantic: list[Hit], limit: int | None = None) -> list[Ranked]:
+    """Reciprocal rank fusion of two rankings, best first, ties to the newest (highest) id.
+
+    The first `limit` of the fused ranking (all of it by default).
+    """
+    weights = _rrf_weights(max(len(lexical), len(semantic)))
     scores: dict[int, float] = {}
-    kinds: dict[int, str] = {}
-    for ranking in (lexical, semantic):
-        for rank, hit in enumerate(ranking, start=1):
-            scores[hit.fact_id] = scores.get(hit.fact_id, 0.0) + 1.0 / (RRF_K + rank)
-            kinds[hit.fact_id] = hit.kind
-    in_lexical = {hit.fact_id for hit in lexical}
-    in_semantic = {hit.fact_id for hit in semantic}
-    order = sorted(scores, key=lambda i: (scores[i], i), reverse=True)
-    return [Ranked(i, scores[i], kinds[i], i in in_lexical, i in in_semantic) for i in order]
+    get = scores.get
+    lexical_ids = [hit.fact_id for hit in lexical]
+    semantic_ids = [hit.fact_id for hit in semantic]
+    for ids in (lexical_ids, semantic_ids):
+        for i, weight in zip(ids, weights, strict=False):
+            scores[i] = get(i, 0.0) + weight
+    kinds = {hit.fact_id: hit.kind for hit in lexical}
+    kinds.update((hit.fact_id, hit.kind) for hit in semantic)
+    in_lexical, in_semantic = set(lexical_ids), set(semantic_ids)
+    # (score, id) pairs compare in C; Ranked is built as a plain tuple (its __new__ is Python).
+    order = sorted([(score, i) for i, score in scores.items()], reverse=True)[:limit]
+    new = tuple.__new__
+    return [new(Ranked, (i, score, kinds[i], i in in_lexical, i in in_semantic)) for score, i in order]
+
+
+# 1 / (RRF_K + rank) for rank 1, 2, ...: the same values fuse() computed per hit, once.
+_RRF_WEIGHTS = tuple(1.0 / (RRF_K + rank) for rank in range(1, 1025))
+
+
+def _rrf_weights(count: int) -> Sequence[float]:
+    if count <= len(_RRF_WEIGHTS):
+        return _RRF_WEIGHTS
+    return [1.0 / (RRF_K + rank) for rank in range(1, count + 1)]

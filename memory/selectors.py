@@ -6,9 +6,12 @@ Agent reads take the AgentScope and the Project resolved by `workspaces.selector
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Collection
 from datetime import datetime, timedelta
 from functools import partial
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from django.conf import settings
@@ -69,14 +72,31 @@ _agent_rows: dict[tuple[str, ...], Prepared] = {}
 
 
 def agent_rows(
-    scope: AgentScope, project: Project, fact_ids: Collection[int], columns: tuple[str, ...]
+    scope: AgentScope,
+    project: Project,
+    fact_ids: Collection[int],
+    columns: tuple[str, ...],
+    *,
+    version: int | None = None,
 ) -> list[tuple[Any, ...]]:
-    """`with_ids(agent_facts(scope, project), fact_ids).values_list(*columns)`: the same rows."""
+    """`with_ids(agent_facts(scope, project), fact_ids).values_list(*columns)`: the same rows.
+
+    With the content `version` the rows were asked under (a publication's), the rows this
+    process already read for the same scope and version are not read again (`_RowCache`).
+    """
     _assert_resolved(scope, project)
     wanted = sorted(set(fact_ids))
     if not wanted:
         return []
-    wanted += [wanted[-1]] * (-len(wanted) % ROWS_SHAPE)
+    if version is None:
+        return _agent_rows_read(scope, project, wanted, columns)
+    return _row_cache.rows(scope, project, version, wanted, columns)
+
+
+def _agent_rows_read(
+    scope: AgentScope, project: Project, wanted: list[int], columns: tuple[str, ...]
+) -> list[tuple[Any, ...]]:
+    wanted = wanted + [wanted[-1]] * (-len(wanted) % ROWS_SHAPE)
     prepared = _agent_rows.get(columns)
     if prepared is None:
         prepared = _agent_rows.setdefault(columns, Prepared(partial(_agent_rows_query, columns)))
@@ -84,6 +104,86 @@ def agent_rows(
     if scope.project_ids is not None:
         args.append(sorted(scope.project_ids))
     return prepared.rows(*args)
+
+
+# About this many bytes of rows are kept in all (the oldest keys' go first).
+ROW_CACHE_BYTES = 48 * 1024 * 1024
+
+
+class _RowCache:
+    """The scoped rows read per (scope, project, content version, columns), each id's row or None.
+
+    An entry holds what `_agent_rows_read` returned for the very same scope (workspace, visible
+    classes, project list), project, columns and content version, and None for an id it did not
+    return (not current, or not visible to that scope): a credential only ever gets rows its
+    own scoped statement read. An item's row changes in one way only, from current to not (its
+    data class, text and provenance never change in place), and every service that moves one
+    records a publication that changes memory (`publication_record(changed=True)`), so the
+    version in the key changes with it; `row_cache_clear` is for writes that bypass that.
+    Bounded by ROW_CACHE_BYTES (estimated), least recently used keys dropped first.
+    """
+
+    def __init__(self, max_bytes: int = ROW_CACHE_BYTES) -> None:
+        self._entries: OrderedDict[tuple[object, ...], dict[int, tuple[Any, ...] | None]] = OrderedDict()
+        self._sizes: dict[tuple[object, ...], int] = {}
+        self._total = 0
+        self._lock = threading.Lock()
+        self.max_bytes = max_bytes
+
+    def rows(
+        self, scope: AgentScope, project: Project, version: int, wanted: list[int], columns: tuple[str, ...]
+    ) -> list[tuple[Any, ...]]:
+        assert columns[0] == "id", "rows are kept by their id"
+        project_ids = None if scope.project_ids is None else tuple(sorted(scope.project_ids))
+        key = (scope.workspace_id, scope.visible_classes, project_ids, project.pk, version, columns)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                entry = self._entries[key] = {}
+                self._sizes[key] = 0
+            self._entries.move_to_end(key)
+            known = list(map(entry.get, wanted, repeat(_UNREAD)))
+        if _UNREAD not in known:
+            return [row for row in known if row is not None]
+        missing = [i for i, row in zip(wanted, known, strict=True) if row is _UNREAD]
+        # Read outside the lock; two threads may read the same rows once, and store the same.
+        read = {row[0]: row for row in _agent_rows_read(scope, project, missing, columns)}
+        added = sum(_row_bytes(row) for row in read.values()) + 16 * len(missing)
+        with self._lock:
+            if self._entries.get(key) is entry:
+                entry.update((i, read.get(i)) for i in missing)
+                self._sizes[key] += added
+                self._total += added
+                while self._total > self.max_bytes and len(self._entries) > 1:
+                    dropped, _ = self._entries.popitem(last=False)
+                    self._total -= self._sizes.pop(dropped)
+        found: list[tuple[Any, ...]] = []
+        for i, row in zip(wanted, known, strict=True):
+            row = read.get(i) if row is _UNREAD else row
+            if row is not None:
+                found.append(row)
+        return found
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._sizes.clear()
+            self._total = 0
+
+
+_UNREAD: Any = object()
+
+
+def _row_bytes(row: tuple[Any, ...]) -> int:
+    return 56 + 40 * len(row) + sum(len(v) for v in row if isinstance(v, str))
+
+
+_row_cache = _RowCache()
+
+
+def row_cache_clear() -> None:
+    """Forget every row `agent_rows` kept (for writes that bypass publication, e.g. tests)."""
+    _row_cache.clear()
 
 
 def projects_for_agent(scope: AgentScope) -> ProjectList:
@@ -151,7 +251,7 @@ def search_for_agent(
             raise InvalidRequest("query must contain at least one word or number.")
         prefetch_query_vector(project.pk, query)
         ranked = hybrid_rank(
-            items=agent_facts(scope, project),
+            items=partial(agent_facts, scope, project),
             project_id=project.pk,
             data_classes=scope.visible_classes,
             states=list(State.current()),

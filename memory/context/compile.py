@@ -29,7 +29,7 @@ from memory.lexical_index import Hit
 from memory.models import Fact, Kind, State
 from memory.query_limits import QueryTooCostly
 from memory.retrieval import Ranked, hybrid_rank, project_vectors
-from memory.selectors import agent_facts, agent_rows
+from memory.selectors import agent_facts, agent_rows, row_cache_clear
 from workspaces.models import Project
 from workspaces.scope import AgentScope
 
@@ -128,8 +128,10 @@ def standing_part(scope: AgentScope, project: Project, version: int | None) -> _
 
 
 def standing_parts_clear() -> None:
-    """Forget every compiled standing part of this process (for writes that bypass publication)."""
+    """Forget every standing part and scoped row this process keeps per content version (for
+    writes that bypass publication)."""
     _standing_parts.clear()
+    row_cache_clear()
 
 
 RECENT_WHY = "recent in this project"
@@ -152,7 +154,13 @@ class Ranking(Protocol):
     """
 
     def __call__(
-        self, scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Item]
+        self,
+        scope: AgentScope,
+        project: Project,
+        task: str,
+        now: datetime,
+        recent: list[Item],
+        version: int | None,
     ) -> _Ranked: ...
 
 
@@ -175,17 +183,20 @@ def _why(hit: Ranked) -> str:
     return "matches words of the task" if hit.lexical else "is close in meaning to the task"
 
 
-def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Item]) -> _Ranked:
+def _ranked(
+    scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Item], version: int | None
+) -> _Ranked:
     """Facts, decisions and conventions best first, and methods, each with why it was chosen.
 
     One hybrid ranking (memory.retrieval: words and meaning, fused) scores facts and methods
     together, and one fetch reads every chosen row, as a plain tuple: the rows, not the ranking,
-    are the costly part.
+    are the costly part. Both reads name the content `version`, so rows this process already
+    read under it for the same scope are not read again (memory.selectors.agent_rows).
     """
     vectors = project_vectors(project.pk)
     try:
         hits = hybrid_rank(
-            items=agent_facts(scope, project),
+            items=partial(agent_facts, scope, project),
             project_id=project.pk,
             data_classes=scope.visible_classes,
             states=[State.ACTIVE],
@@ -195,7 +206,7 @@ def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recen
             vectors=vectors,
             depth=RANK_CANDIDATES,
             lexical_filter=_strong,
-            rows_of=partial(agent_rows, scope, project),
+            rows_of=partial(agent_rows, scope, project, version=version),
         )
     except QueryTooCostly:
         # A task whose words match more than one call may rank still gets its bundle: the
@@ -213,7 +224,9 @@ def _ranked(scope: AgentScope, project: Project, task: str, now: datetime, recen
     method_ids = [hit.fact_id for hit in method_hits]
     missing = [i for i in dict.fromkeys([*relevance, *method_ids]) if i not in rows]
     if missing:
-        rows.update((row[0], Item._make(row)) for row in agent_rows(scope, project, missing, COLUMNS))
+        rows.update(
+            (row[0], Item._make(row)) for row in agent_rows(scope, project, missing, COLUMNS, version=version)
+        )
 
     def score(fact: Item) -> float:
         rel = relevance.get(fact.id, 0.0) / top
@@ -278,7 +291,7 @@ def compile_bundle(
         budget.chars -= len(fact.text)
         served.append(fact.ref)
 
-    ranked = (ranking or _ranked)(scope, project, task, now, standing.recent)
+    ranked = (ranking or _ranked)(scope, project, task, now, standing.recent, version)
     duplicates = NearDuplicates(ranked.vectors)
     # Facts alone would fill any budget in a large project: each section keeps room for the first
     # few items of the sections after it (the newest open threads, the best methods).

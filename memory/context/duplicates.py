@@ -15,6 +15,33 @@ from memory.lexical_index import split_words
 from memory.stopwords import STOP_WORDS
 
 DUPLICATE_COSINE = 0.95
+# Kept vectors whose cosine, computed all at once, is at least this much below DUPLICATE_COSINE
+# cannot reach it when computed one by one (float32 rounding over a few hundred dimensions is
+# orders of magnitude smaller); the others are decided one by one, exactly as they always were.
+_SURE_MARGIN = 1e-3
+
+
+class _Kept:
+    """The vectors kept for one set of numbers, as given and as the rows of one matrix."""
+
+    def __init__(self, vector: np.ndarray) -> None:
+        self.vectors = [vector]
+        self.matrix = np.empty((8, len(vector)), dtype=np.float32)
+        self.matrix[0] = vector
+
+    def repeated_by(self, vector: np.ndarray) -> bool:
+        count = len(self.vectors)
+        # einsum, not `@`: no BLAS threads for a product this small (see memory.embeddings.index).
+        rough = np.einsum("ij,j->i", self.matrix[:count], vector)
+        near = np.flatnonzero(rough >= DUPLICATE_COSINE - _SURE_MARGIN).tolist()
+        return any(float(self.vectors[i] @ vector) >= DUPLICATE_COSINE for i in near)
+
+    def add(self, vector: np.ndarray) -> None:
+        count = len(self.vectors)
+        if count == len(self.matrix):
+            self.matrix = np.concatenate([self.matrix, np.empty_like(self.matrix)])
+        self.matrix[count] = vector
+        self.vectors.append(vector)
 
 
 class NearDuplicates:
@@ -23,7 +50,8 @@ class NearDuplicates:
     def __init__(self, vectors: dict[int, np.ndarray]) -> None:
         self._vectors = vectors
         self._keys: set[str] = set()
-        self._kept: list[tuple[np.ndarray, frozenset[str]]] = []
+        # The vectors kept so far, by the item's words holding a digit: only those can match.
+        self._kept: dict[frozenset[str], _Kept] = {}
 
     def repeats(self, fact_id: int, text: str) -> bool:
         found = split_words(text)
@@ -35,8 +63,12 @@ class NearDuplicates:
         if vector is not None:
             # The words holding a digit (or anything else but letters) must match too.
             numbers = frozenset(w for w in found if not w.isalpha())
-            if any(nums == numbers and float(kept @ vector) >= DUPLICATE_COSINE for kept, nums in self._kept):
+            alike = self._kept.get(numbers)
+            if alike is None:
+                self._kept[numbers] = _Kept(vector)
+            elif alike.repeated_by(vector):
                 return True
-            self._kept.append((vector, numbers))
+            else:
+                alike.add(vector)
         self._keys.add(key)
         return False

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from memory.context import context_for_agent, standing_parts_clear
 from memory.context.items import COLUMNS
+from memory.imports import memory_import
 from memory.models import Fact, State
 from memory.retrieval import with_ids
 from memory.selectors import ROWS_SHAPE, agent_facts, agent_rows
 from tests.conftest import Tenant
 from tests.readpath import add_item
 from workspaces.models import DataClass
-from workspaces.selectors import agent_scope
+from workspaces.selectors import agent_scope, project_for_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -47,3 +51,71 @@ def test_the_compiled_rows_are_the_scoped_querysets_for_every_kind_of_credential
     internal = agent_scope(tenant.issue()[1])
     served = {row[0] for row in agent_rows(internal, platform, ids, COLUMNS)}
     assert served == {item.pk for item in items[1 : ROWS_SHAPE + 3]} | {items[-3].pk}
+
+
+def test_rows_kept_per_content_version_are_each_credentials_own_scoped_rows(
+    tenant: Tenant, other_tenant: Tenant, django_assert_num_queries: Any
+) -> None:
+    platform, handbook = tenant.projects["platform"], tenant.projects["handbook"]
+    items = [add_item(platform, f"Deploy note {i}.") for i in range(5)]
+    items += [
+        add_item(platform, "Restricted salary band.", data_class=DataClass.RESTRICTED),
+        add_item(platform, "Confidential outage.", data_class=DataClass.CONFIDENTIAL),
+        add_item(handbook, "Handbook note."),
+        add_item(other_tenant.projects["platform"], "Another tenant's note."),
+    ]
+    Fact.objects.filter(pk=items[0].pk).update(state=State.SUPERSEDED)
+    ids = [item.pk for item in items]
+    credentials: list[dict[str, Any]] = [
+        {"data_classes": [DataClass.PUBLIC, DataClass.INTERNAL, DataClass.CONFIDENTIAL]},
+        {},
+        {"data_classes": [DataClass.INTERNAL]},
+        {"projects": ["platform"], "data_classes": [DataClass.INTERNAL, DataClass.CONFIDENTIAL]},
+        {"projects": ["platform", "handbook"]},
+    ]
+    scopes = [agent_scope(tenant.issue(**options)[1]) for options in credentials]
+    expected = [sorted(with_ids(agent_facts(s, platform), ids).values_list(*COLUMNS)) for s in scopes]
+    # The widest credential reads first: a narrower one at the same version must not get its rows.
+    for scope, rows in zip(scopes, expected, strict=True):
+        assert sorted(agent_rows(scope, platform, ids, COLUMNS, version=7)) == rows
+    with django_assert_num_queries(0):
+        for scope, rows in zip(scopes, expected, strict=True):
+            assert sorted(agent_rows(scope, platform, ids, COLUMNS, version=7)) == rows
+            partly = {row[0] for row in agent_rows(scope, platform, ids[2:], COLUMNS, version=7)}
+            assert partly == {row[0] for row in rows if row[0] in ids[2:]}
+    assert "Confidential outage." in {row[4] for row in expected[0]}
+    assert "Confidential outage." not in {row[4] for row in expected[1]}
+
+
+def test_a_row_no_longer_current_is_read_again_under_the_next_content_version(tenant: Tenant) -> None:
+    platform = tenant.projects["platform"]
+    item = add_item(platform, "Deploys run at nine.")
+    scope = agent_scope(tenant.issue()[1])
+    assert [row[0] for row in agent_rows(scope, platform, [item.pk], ("id",), version=1)] == [item.pk]
+    Fact.objects.filter(pk=item.pk).update(state=State.SUPERSEDED)  # as a newer version does
+    assert agent_rows(scope, platform, [item.pk], ("id",), version=2) == []
+    # A write that bypasses publication must forget the kept rows itself.
+    standing_parts_clear()
+    assert agent_rows(scope, platform, [item.pk], ("id",), version=1) == []
+
+
+def test_an_imported_new_version_replaces_the_old_one_in_the_next_new_tasks_bundle(
+    tenant: Tenant, tmp_path: Path
+) -> None:
+    platform = tenant.projects["platform"]
+    scope = agent_scope(tenant.issue()[1])
+    source = tmp_path / "notes.jsonl"
+
+    def imported(text: str) -> None:
+        source.write_text(json.dumps({"kind": "fact", "text": text, "id": "wiki/keys"}) + "\n")
+        memory_import(project=platform, path=source, fmt="jsonl")
+
+    def facts(task: str) -> list[str]:
+        project = project_for_agent(scope, "platform")
+        return [item["text"] for item in context_for_agent(scope=scope, project=project, task=task)["facts"]]
+
+    imported("Deploy keys rotate every 90 days.")
+    assert facts("rotate the deploy keys") == ["Deploy keys rotate every 90 days."]
+    imported("Deploy keys rotate every 30 days.")
+    # A task never asked before: its candidates are checked under the new content version.
+    assert facts("rotate deploy keys today") == ["Deploy keys rotate every 30 days."]
