@@ -17,6 +17,10 @@ import django
 from asgiref.sync import sync_to_async
 from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
+from unforgetter.collector import limit_malloc_arenas, settle_after_startup
+
+# Before anything starts a thread (request threads, the embedder's, the consolidator).
+limit_malloc_arenas()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "unforgetter.settings")
 django.setup()
 
@@ -25,7 +29,6 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 from mcpbridge.asgi import build_mcp_app  # noqa: E402
 from memory.worker import embedded_start, embedded_stop  # noqa: E402
-from unforgetter.collector import settle_after_startup  # noqa: E402
 from workspaces.logs import request_id, request_id_for  # noqa: E402
 from workspaces.net import client_address  # noqa: E402
 

@@ -7,7 +7,6 @@ Vectors are normalised here, so any such model compares by cosine like the local
 
 from __future__ import annotations
 
-import httpx
 import numpy as np
 
 BATCH = 128
@@ -22,6 +21,10 @@ class RemoteEmbedder:
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        # Imported here: `httpx` brings its command line's `rich` and `pygments` along (3 MB in
+        # every serving process), and only this embedder, when configured, uses it.
+        import httpx  # noqa: PLC0415
+
         rows: list[list[float]] = []
         with httpx.Client(timeout=TIMEOUT_SECONDS, headers=self._headers) as client:
             for start in range(0, len(texts), BATCH):

@@ -78,13 +78,37 @@ def test_the_model_file_is_built_once_and_then_reused(tmp_path: Path) -> None:
     built = minilm.built_model(weights, tmp_path / "models")
     assert built.parent == tmp_path / "models"
     assert f"-b{minilm.BUILDER_VERSION}-" in built.name
-    assert [p.name for p in built.parent.iterdir()] == [built.name]  # no partial file left behind
+    # The graph and its weights (mapped, not copied, by every process); no partial file left behind.
+    assert sorted(p.name for p in built.parent.iterdir()) == [built.name, minilm.weights_file(built).name]
     written = built.stat().st_mtime_ns
     assert minilm.built_model(weights, tmp_path / "models") == built
     assert built.stat().st_mtime_ns == written
 
     fresh = minilm.MiniLM(weights, folder=tmp_path / "models", threads=2)
     assert np.allclose(fresh.embed([DEPLOYS]), embeddings.embedder().embed([DEPLOYS]), atol=1e-6)  # type: ignore[union-attr]
+
+
+def test_the_weights_are_mapped_from_their_file_not_copied(local: minilm.MiniLM) -> None:
+    local.embed([DEPLOYS])
+    weights = minilm.model_zip()
+    assert weights is not None
+    built = minilm.built_model(weights, settings.UNFORGETTER["MODELS_DIR"])
+    # Mapped pages of one file are shared by every worker process; a copy would be each one's own.
+    assert str(minilm.weights_file(built)) in Path("/proc/self/maps").read_text()
+
+
+def test_the_session_without_a_memory_arena_gives_the_same_vectors(local: minilm.MiniLM) -> None:
+    weights = minilm.model_zip()
+    assert weights is not None
+    built = minilm.built_model(weights, settings.UNFORGETTER["MODELS_DIR"])
+    options = minilm.session_options(1)
+    options.enable_cpu_mem_arena = True
+    plain = onnxruntime.InferenceSession(str(built), options, providers=["CPUExecutionProvider"])
+    tokenizer = local._load()[1]
+    for text, vector in zip(TEXTS, local.embed(TEXTS), strict=True):
+        ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
+        other = plain.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})[0][0]
+        assert np.array_equal(other, vector), text
 
 
 def test_prepare_embedder_leaves_the_model_file_every_process_loads(local: minilm.MiniLM) -> None:
