@@ -38,7 +38,7 @@ from django.db.models import QuerySet
 from memory.models import Fact, Kind, State, Taint, text_digest
 from memory.readers import Incoming, read_items
 from memory.redaction import redact
-from memory.refs import is_ref, new_ref
+from memory.refs import is_ref, ref_tails
 from memory.services import FactRow, fact_row, fact_rows_insert, publication_record
 from memory.services.taint_prints import prints_record
 from memory.statistics import statistics_refresh
@@ -161,6 +161,7 @@ class _Importer:
         new_rows: list[FactRow] = []
         new_digests: list[int] = []
         supersede: list[tuple[str, dict[str, Any]]] = []
+        tails = iter(ref_tails(len(items)))  # a new ref is the item's kind and one of these
         for (item, row), digest in zip(items, self.digests, strict=True):
             ident = item.origin or item.ref
             key = ("id", ident) if ident else ("text", row.kind, row.text)
@@ -187,7 +188,7 @@ class _Importer:
                 ref = str(match["ref"])
             else:
                 keep = own if own and own not in by_ref and own not in self.used_refs else None
-                ref = keep or new_ref(row.kind)
+                ref = keep or f"{row.kind}_{next(tails)}"
                 origin = item.origin or ("" if keep else item.ref or "")
                 if match is not None:
                     supersede.append((ref, match))
