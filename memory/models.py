@@ -111,14 +111,25 @@ class Fact(models.Model):
     origin = models.CharField(
         max_length=200, blank=True, default="", help_text="Its id in the tool it was imported from."
     )
+    # These three are empty on most rows (every imported one): their indexes below are partial.
     supersedes = models.ForeignKey(
-        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="superseded_by"
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="superseded_by",
+        db_index=False,
     )
     proposal = models.ForeignKey(
-        "Proposal", on_delete=models.SET_NULL, null=True, blank=True, related_name="facts"
+        "Proposal", on_delete=models.SET_NULL, null=True, blank=True, related_name="facts", db_index=False
     )
     edited_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_index=False,
     )
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -136,6 +147,13 @@ class Fact(models.Model):
             models.Index(fields=["project", "id"], name="fact_project_id"),
             # import: an item without an id that was seen before, by its text.
             models.Index(fields=["project", "text_digest"], name="fact_project_text_digest"),
+            # The foreign keys' lookups (`= id`, `IN (...)`: deletes, reverse relations) only ever ask
+            # for set values: rows without one, all an import inserts, are left out of these indexes.
+            models.Index(
+                fields=["supersedes"], name="fact_supersedes", condition=Q(supersedes__isnull=False)
+            ),
+            models.Index(fields=["proposal"], name="fact_proposal", condition=Q(proposal__isnull=False)),
+            models.Index(fields=["edited_by"], name="fact_edited_by", condition=Q(edited_by__isnull=False)),
         ]
         constraints = [
             models.CheckConstraint(

@@ -103,6 +103,11 @@ def project_touch(*, project_ids: Iterable[int], now: datetime | None = None) ->
 
 # The workspace and project, then FactRow's fields in order, then what follows from them.
 _ROW_COLUMNS = ("workspace_id", "project_id", *FactRow._fields, "text_digest", "created_at")
+# Their PostgreSQL types, as a binary COPY must be told them (memory_fact's columns).
+_ROW_TYPES = (
+    "bigint", "bigint", "varchar", "text", "varchar", "varchar", "varchar", "date", "varchar",
+    "varchar", "smallint", "varchar", "bigint", "timestamptz",
+)  # fmt: skip
 
 
 def fact_rows_insert(
@@ -124,7 +129,10 @@ def fact_rows_insert(
     columns = ", ".join(_ROW_COLUMNS)
     with transaction.atomic(), db.cursor() as cursor:
         if db.vendor == "postgresql":
-            with cursor.cursor.copy(f"COPY memory_fact ({columns}) FROM STDIN") as copy:
+            # Binary: each value is sent as it is stored, with no text to format and escape here
+            # or to parse on the server.
+            with cursor.cursor.copy(f"COPY memory_fact ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(_ROW_TYPES)
                 for value in values:
                     copy.write_row(value)
         else:

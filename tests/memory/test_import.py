@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError, SystemCheckError
+from django.db import connection
 from django.test import override_settings
 
 from memory.models import Fact, Kind, State, Taint
 from memory.services import fact_create, fact_owner_edit, workspace_erase
+from memory.services.facts import _ROW_COLUMNS, _ROW_TYPES
 from tests.conftest import Tenant, make_tenant
 from workspaces.models import Project
 
@@ -413,3 +415,67 @@ def test_an_import_runs_unforgetters_configuration_checks(tenant: Tenant, tmp_pa
         call_command("import_memory", "acme", "platform", str(path), skip_checks=False, stdout=StringIO())
     assert "unforgetter.E001" in str(caught.value)
     assert not Fact.objects.filter(project=tenant.projects["platform"]).exists()
+
+
+def test_bulk_insert_names_the_column_types_postgresql_stores() -> None:
+    """A binary COPY sends each value in its column's type: the list must follow the table."""
+    if connection.vendor != "postgresql":
+        pytest.skip("binary COPY is PostgreSQL's")
+    aliases = {"character varying": "varchar", "timestamp with time zone": "timestamptz"}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'memory_fact'"
+        )
+        stored = {name: aliases.get(kind, kind) for name, kind in cursor.fetchall()}
+    assert [stored[column] for column in _ROW_COLUMNS] == list(_ROW_TYPES)
+
+
+def test_bulk_inserted_rows_read_back_as_written(tenant: Tenant, tmp_path: Path) -> None:
+    """Every column an import writes in bulk comes back as the file gave it (dates, taint, origin)."""
+    path = write_jsonl(
+        tmp_path / "items.jsonl",
+        [
+            {"kind": "fact", "text": "Tabs\tand \\ back\\slashes\nand lines", "date": "2026-03-04"},
+            {
+                "kind": "thread",
+                "text": "Open question",
+                "state": "closed",
+                "id": "ext-7",
+                "taint": "untrusted",
+            },
+            {"kind": "decision", "text": "Ünïcode ✓ text", "data_class": "confidential", "actor": "ana"},
+        ],
+    )
+    project = tenant.projects["platform"]
+    run("import_memory", "acme", "platform", str(path))
+    rows = sorted(
+        Fact.objects.filter(project=project).values_list(
+            "kind", "text", "state", "data_class", "source_date", "actor", "taint", "origin", "workspace_id"
+        )
+    )
+    ws = tenant.workspace.pk
+    assert [(k, t, s, d, str(sd) if sd else None, a, tt, o, w) for k, t, s, d, sd, a, tt, o, w in rows] == [
+        ("decision", "Ünïcode ✓ text", "active", "confidential", None, "ana", Taint.CLEAN, "", ws),
+        (
+            "fact",
+            "Tabs\tand \\ back\\slashes\nand lines",
+            "active",
+            project.data_class,
+            "2026-03-04",
+            "import",
+            Taint.CLEAN,
+            "",
+            ws,
+        ),
+        (
+            "thread",
+            "Open question",
+            "closed",
+            project.data_class,
+            None,
+            "import",
+            Taint.UNTRUSTED,
+            "ext-7",
+            ws,
+        ),
+    ]
