@@ -106,8 +106,9 @@ def _agent_rows_read(
     return prepared.rows(*args)
 
 
-# About this many bytes of rows are kept in all (the oldest keys' go first).
-ROW_CACHE_BYTES = 48 * 1024 * 1024
+# About this many bytes of rows are kept in all (the oldest keys' go first; a key alone over it
+# starts over). Part of a web worker's memory budget (DESIGN section 8).
+ROW_CACHE_BYTES = 16 * 1024 * 1024
 
 
 class _RowCache:
@@ -120,7 +121,8 @@ class _RowCache:
     data class, text and provenance never change in place), and every service that moves one
     records a publication that changes memory (`publication_record(changed=True)`), so the
     version in the key changes with it; `row_cache_clear` is for writes that bypass that.
-    Bounded by ROW_CACHE_BYTES (estimated), least recently used keys dropped first.
+    Bounded by ROW_CACHE_BYTES (estimated): least recently used keys are dropped first, and a
+    key that alone exceeds it is emptied.
     """
 
     def __init__(self, max_bytes: int = ROW_CACHE_BYTES) -> None:
@@ -157,6 +159,12 @@ class _RowCache:
                 while self._total > self.max_bytes and len(self._entries) > 1:
                     dropped, _ = self._entries.popitem(last=False)
                     self._total -= self._sizes.pop(dropped)
+                if self._total > self.max_bytes:
+                    # One scope and version alone outgrew the bound (a large project asked
+                    # many tasks): it starts over rather than growing with the project.
+                    entry.clear()
+                    self._total -= self._sizes[key]
+                    self._sizes[key] = 0
         found: list[tuple[Any, ...]] = []
         for i, row in zip(wanted, known, strict=True):
             row = read.get(i) if row is _UNREAD else row

@@ -7,13 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memory.context import context_for_agent, standing_parts_clear
 from memory.context.items import COLUMNS
 from memory.imports import memory_import
 from memory.models import Fact, State
 from memory.retrieval import with_ids
-from memory.selectors import ROWS_SHAPE, agent_facts, agent_rows
+from memory.selectors import ROWS_SHAPE, _RowCache, agent_facts, agent_rows
 from tests.conftest import Tenant
 from tests.readpath import add_item
 from workspaces.models import DataClass
@@ -119,3 +121,22 @@ def test_an_imported_new_version_replaces_the_old_one_in_the_next_new_tasks_bund
     imported("Deploy keys rotate every 30 days.")
     # A task never asked before: its candidates are checked under the new content version.
     assert facts("rotate deploy keys today") == ["Deploy keys rotate every 30 days."]
+
+
+def test_the_kept_rows_stay_within_their_bound_even_for_one_scope_and_version(tenant: Tenant) -> None:
+    platform = tenant.projects["platform"]
+    ids = [add_item(platform, f"Deploy note number {i} for the bound.").pk for i in range(40)]
+    scope = agent_scope(tenant.issue()[1])
+    sizing = _RowCache()
+    sizing.rows(scope, platform, 1, ids[:4], COLUMNS)
+    kept = _RowCache(max_bytes=sizing._total * 2)  # room for about eight of the forty rows
+    for start in range(0, 40, 4):
+        rows = kept.rows(scope, platform, 1, ids[start : start + 4], COLUMNS)
+        # Always the scoped rows asked for, whatever was kept or let go.
+        assert [row[0] for row in rows] == ids[start : start + 4]
+        assert kept._total <= kept.max_bytes
+    # Rows kept last are served again without a query.
+    again = ids[36:40]
+    with CaptureQueriesContext(connection) as queries:
+        assert [row[0] for row in kept.rows(scope, platform, 1, again, COLUMNS)] == again
+    assert len(queries) == 0
