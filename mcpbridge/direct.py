@@ -30,7 +30,11 @@ import pydantic_core
 from django.conf import settings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http import check_accept_headers
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    TransportSecurityMiddleware,
+    TransportSecuritySettings,
+)
 from mcp.shared.inbound import (
     InboundLadderRejection,
     classify_inbound_request,
@@ -62,6 +66,9 @@ _PROTOCOL_VERSION = b"mcp-protocol-version"
 _AUTHORIZATION = b"authorization"
 _PARAM_HEADER_PREFIX = b"mcp-param-"
 _JSON_HEADERS = [(b"content-type", b"application/json")]
+# The SDK's limit on a request body (mcpbridge.asgi builds its app with the default): a larger
+# one is the SDK's to refuse, before any of it is kept.
+MAX_BODY = DEFAULT_MAX_REQUEST_BODY_SIZE
 _SERVED_VERSIONS = frozenset((*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS))
 
 
@@ -94,7 +101,10 @@ class DirectToolCalls:
         if token is None or version is None or hint is None:
             await self.app(scope, receive, send)
             return
-        body, replay = await _buffered(receive)
+        body, replay = await _buffered(receive, scope)
+        if body is None:
+            await self.app(scope, replay, send)
+            return
         request = Request(scope, replay)
         call = await self._acceptable(request) and (
             _modern_call(request, body)
@@ -220,28 +230,29 @@ def _plain_request(decoded: Any) -> bool:
     return isinstance(params, dict) and (arguments is None or isinstance(arguments, dict))
 
 
-async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
-    """The request body, and a receive that replays it before passing on to the client's."""
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            # A disconnect before the body was complete: replay it as it came.
-            pending: list[Message] = [message]
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            pending = []
-            break
-    body = b"".join(chunks)
-    replayed: list[Message] = [{"type": "http.request", "body": body, "more_body": False}, *pending]
+async def _buffered(receive: Receive, scope: Scope) -> tuple[bytes | None, Receive]:
+    """The request body, and a receive that replays the messages read before passing on to the
+    client's. None for a body that is not whole within the SDK's limit (its 413, then) or that
+    the client abandoned: the SDK takes those as they came."""
+    read: list[Message] = []
 
     async def replay() -> Message:
-        if replayed:
-            return replayed.pop(0)
-        return await receive()
+        return read.pop(0) if read else await receive()
 
-    return body, replay
+    declared = next((value for name, value in scope["headers"] if name == b"content-length"), b"0")
+    if not declared.isdigit() or int(declared) > MAX_BODY:
+        return None, replay
+    size = 0
+    while True:
+        message = await receive()
+        read.append(message)
+        if message["type"] != "http.request":
+            return None, replay
+        size += len(message.get("body", b""))
+        if size > MAX_BODY:
+            return None, replay
+        if not message.get("more_body", False):
+            return b"".join(m.get("body", b"") for m in read), replay
 
 
 async def _direct_result(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -18,6 +18,7 @@ from django.conf import settings
 from django.test import override_settings
 
 from mcpbridge import direct
+from mcpbridge.direct import MAX_BODY
 from tests.conftest import LiveServer, Tenant
 from tests.readpath import (  # noqa: F401
     PROTOCOL,
@@ -214,6 +215,7 @@ def test_a_revoked_credential_is_refused_on_the_next_call_with_the_sdks_401(
         ),
         (lambda body, headers: ({**body, "params": {"name": "list_projects"}}, headers), "no envelope"),
         (lambda body, headers: ([body], headers), "batch"),
+        (lambda body, headers: ({**body, "pad": "x" * MAX_BODY}, headers), "over the body limit"),
     ],
 )
 def test_anything_but_the_plain_call_is_left_to_the_sdk(
@@ -230,6 +232,8 @@ def test_anything_but_the_plain_call_is_left_to_the_sdk(
         answer_sdk = httpx.post(live.mcp_url, content=json.dumps(body), headers=headers, timeout=30)
     assert served == [], why
     assert answer.status_code == answer_sdk.status_code, why
+    if why == "over the body limit":
+        assert answer.status_code == 413
     assert answer.content == answer_sdk.content, why
 
 
@@ -259,3 +263,22 @@ def test_a_revoked_credential_held_over_its_rate_is_told_401_not_rate_limited(
     # the second fell into a new second; a revoked credential is told so either way.
     assert over.status_code == 200
     assert refused.status_code == 401
+
+
+def test_a_streamed_body_over_the_limit_is_refused_by_the_sdk_without_being_kept(
+    live: LiveServer, tenant: Tenant, served: list[str]
+) -> None:
+    token, _ = tenant.issue()
+    _warm(live, token)
+    body = json.dumps(rpc_body("tools/call", {"name": "list_projects", "arguments": {}}))
+    padded = body[:-1] + ', "pad": "' + "x" * MAX_BODY + '"}'
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the size is known only as it arrives
+        data = padded.encode()
+        for start in range(0, len(data), 256 * 1024):
+            yield data[start : start + 256 * 1024]
+
+    headers = rpc_headers(token, name="list_projects")
+    answer = httpx.post(live.mcp_url, content=chunks(), headers=headers, timeout=30)
+    assert (answer.status_code, answer.text) == (413, "Request body too large")
+    assert served == []
