@@ -190,11 +190,7 @@ def _handshake_call(body: bytes, version: str) -> _Call | None:
         message = jsonrpc_message_adapter.validate_python(decoded, by_name=False)
     except ValueError:  # pydantic's ValidationError is one
         return None
-    if (
-        not isinstance(message, JSONRPCRequest)
-        or message.method != "tools/call"
-        or not _plain_request(decoded)
-    ):
+    if not (isinstance(message, JSONRPCRequest) and _plain_request(decoded)):
         return None
     meta = decoded["params"].get("_meta")
     if isinstance(meta, Mapping) and PROTOCOL_VERSION_META_KEY in meta:
@@ -274,5 +270,4 @@ async def _direct_result(
 def _verified_call(token: str, hint: int, name: str, arguments: Mapping[str, Any]) -> dict[str, Any] | None:
     if not authenticated_here(token, hint):
         return None
-    model, handler = TOOLS[name]
-    return answer_in_thread(name, model, arguments, handler)
+    return answer_in_thread(name, arguments)

@@ -82,9 +82,9 @@ class _ValidatedByTool(FuncMetadata):
 Handler = Callable[[AgentScope, Any], Mapping[str, Any]]
 
 
-async def run_tool(model: type[ArgsT], arguments: dict[str, Any], handler: Handler) -> CallToolResult:
+async def run_tool(name: str, arguments: dict[str, Any]) -> CallToolResult:
     """A tool call on the SDK's path: the credential was verified by the SDK's auth middleware."""
-    name = _TOOL_NAMES[model]
+    model, handler = TOOLS[name]
     with CALL_SECONDS.labels(name).time():
         args = _validated(model, arguments)
         if isinstance(args, UnforgetterError):
@@ -100,11 +100,10 @@ async def run_tool(model: type[ArgsT], arguments: dict[str, Any], handler: Handl
         return results.ok(payload)
 
 
-def answer_in_thread(
-    name: str, model: type[BaseModel], arguments: Mapping[str, Any], handler: Handler
-) -> dict[str, Any]:
+def answer_in_thread(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """A tool call's wire result, run in the request thread that verified the credential
     (mcpbridge.direct): the same checks, in the same order, as `run_tool`."""
+    model, handler = TOOLS[name]
     args = _validated(model, arguments)
     if isinstance(args, UnforgetterError):
         return results.error_wire(args)
@@ -133,14 +132,6 @@ def _refusal(name: str, exc: Exception) -> UnforgetterError:
         return unavailable(name, exc)
     logger.error("MCP tool %s failed", name, exc_info=exc)
     return results.InternalError("The server could not complete this call.")
-
-
-_TOOL_NAMES: dict[type[BaseModel], str] = {
-    ListProjectsArgs: "list_projects",
-    GetContextArgs: "get_context",
-    SearchMemoryArgs: "search_memory",
-    ProposeMemoryArgs: "propose_memory",
-}
 
 
 def _rate_checked(handler: Handler) -> Handler:
@@ -181,7 +172,7 @@ def _propose_memory(scope: AgentScope, args: ProposeMemoryArgs) -> ProposalRecei
     ).payload()
 
 
-# Each tool's argument model and handler, by name (the direct path, mcpbridge.direct, looks them up).
+# Each tool's argument model and handler, by name (both paths, run_tool and answer_in_thread).
 TOOLS: dict[str, tuple[type[BaseModel], Handler]] = {
     "list_projects": (ListProjectsArgs, _list_projects),
     "get_context": (GetContextArgs, _get_context),
@@ -191,19 +182,19 @@ TOOLS: dict[str, tuple[type[BaseModel], Handler]] = {
 
 
 async def list_projects(arguments: dict[str, Any]) -> CallToolResult:
-    return await run_tool(ListProjectsArgs, arguments, _list_projects)
+    return await run_tool("list_projects", arguments)
 
 
 async def get_context(arguments: dict[str, Any]) -> CallToolResult:
-    return await run_tool(GetContextArgs, arguments, _get_context)
+    return await run_tool("get_context", arguments)
 
 
 async def search_memory(arguments: dict[str, Any]) -> CallToolResult:
-    return await run_tool(SearchMemoryArgs, arguments, _search_memory)
+    return await run_tool("search_memory", arguments)
 
 
 async def propose_memory(arguments: dict[str, Any]) -> CallToolResult:
-    return await run_tool(ProposeMemoryArgs, arguments, _propose_memory)
+    return await run_tool("propose_memory", arguments)
 
 
 READ_ONLY = ToolAnnotations(
@@ -240,12 +231,13 @@ PROPOSE_DESCRIPTION = (
     "invalid_request (fix the arguments)."
 )
 
-TOOL_SPECS: list[tuple[Callable[..., Any], str, str, type[BaseModel], ToolAnnotations, str]] = [
+# The published tools: the SDK's function, name, title, annotations and description (each one's
+# argument model is its TOOLS entry's).
+TOOL_SPECS: list[tuple[Callable[..., Any], str, str, ToolAnnotations, str]] = [
     (
         list_projects,
         "list_projects",
         "List projects",
-        ListProjectsArgs,
         READ_ONLY,
         "List the projects this credential may use: { projects: [ { id, name, data_class, updated_at } ] }. "
         "Only allowed projects are returned; use an id from here as project_id in the other tools.",
@@ -254,7 +246,6 @@ TOOL_SPECS: list[tuple[Callable[..., Any], str, str, type[BaseModel], ToolAnnota
         get_context,
         "get_context",
         "Get context for a task",
-        GetContextArgs,
         READ_ONLY,
         "Call this first for any task in a project. Returns a bounded bundle compiled for the task: "
         "policies (always follow them), facts (facts, decisions, conventions; each with provenance "
@@ -267,7 +258,6 @@ TOOL_SPECS: list[tuple[Callable[..., Any], str, str, type[BaseModel], ToolAnnota
         search_memory,
         "search_memory",
         "Search memory",
-        SearchMemoryArgs,
         READ_ONLY,
         "Search the current items of one project by words and meaning, best match first, 10 per page: "
         "{ results: [ { ref, kind, state, excerpt, provenance, data_class, why } ], cursor? }. Ask in "
@@ -281,7 +271,6 @@ TOOL_SPECS: list[tuple[Callable[..., Any], str, str, type[BaseModel], ToolAnnota
         propose_memory,
         "propose_memory",
         "Propose a memory change",
-        ProposeMemoryArgs,
         PROPOSE,
         PROPOSE_DESCRIPTION,
     ),
@@ -296,13 +285,13 @@ def build_server() -> MCPServer:
             name=name,
             title=title,
             description=description,
-            parameters=model.model_json_schema(),
+            parameters=TOOLS[name][0].model_json_schema(),
             fn_metadata=_ValidatedByTool(arg_model=_RawArguments, output_schema=OUTPUT_SCHEMAS[name]),
             is_async=True,
             context_kwarg=None,
             annotations=annotations,
         )
-        for fn, name, title, model, annotations, description in TOOL_SPECS
+        for fn, name, title, annotations, description in TOOL_SPECS
     ]
     server = MCPServer(
         name="unforgetter",

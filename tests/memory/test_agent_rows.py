@@ -24,19 +24,27 @@ from workspaces.selectors import agent_scope, project_for_agent
 pytestmark = pytest.mark.django_db
 
 
-def test_the_compiled_rows_are_the_scoped_querysets_for_every_kind_of_credential(
-    tenant: Tenant, other_tenant: Tenant
-) -> None:
-    platform, handbook = tenant.projects["platform"], tenant.projects["handbook"]
-    items = [add_item(platform, f"Deploy note {i}.") for i in range(ROWS_SHAPE + 3)]
+def _items_of_every_scope(tenant: Tenant, other_tenant: Tenant, *, notes: int, thread: bool) -> list[Fact]:
+    """`notes` deploy notes in platform (the first no longer current), then a restricted and a
+    confidential item, an open thread if asked, one in another project and one of another tenant."""
+    platform = tenant.projects["platform"]
+    items = [add_item(platform, f"Deploy note {i}.") for i in range(notes)]
     items += [
         add_item(platform, "Restricted salary band.", data_class=DataClass.RESTRICTED),
         add_item(platform, "Confidential outage.", data_class=DataClass.CONFIDENTIAL),
-        add_item(platform, "Who owns the pipeline?", kind="thread"),
-        add_item(handbook, "Handbook note."),
+        *([add_item(platform, "Who owns the pipeline?", kind="thread")] if thread else []),
+        add_item(tenant.projects["handbook"], "Handbook note."),
         add_item(other_tenant.projects["platform"], "Another tenant's note."),
     ]
     Fact.objects.filter(pk=items[0].pk).update(state=State.SUPERSEDED)
+    return items
+
+
+def test_the_compiled_rows_are_the_scoped_querysets_for_every_kind_of_credential(
+    tenant: Tenant, other_tenant: Tenant
+) -> None:
+    platform = tenant.projects["platform"]
+    items = _items_of_every_scope(tenant, other_tenant, notes=ROWS_SHAPE + 3, thread=True)
     ids = [item.pk for item in items]
     credentials: list[dict[str, Any]] = [
         {},
@@ -58,16 +66,8 @@ def test_the_compiled_rows_are_the_scoped_querysets_for_every_kind_of_credential
 def test_rows_kept_per_content_version_are_each_credentials_own_scoped_rows(
     tenant: Tenant, other_tenant: Tenant, django_assert_num_queries: Any
 ) -> None:
-    platform, handbook = tenant.projects["platform"], tenant.projects["handbook"]
-    items = [add_item(platform, f"Deploy note {i}.") for i in range(5)]
-    items += [
-        add_item(platform, "Restricted salary band.", data_class=DataClass.RESTRICTED),
-        add_item(platform, "Confidential outage.", data_class=DataClass.CONFIDENTIAL),
-        add_item(handbook, "Handbook note."),
-        add_item(other_tenant.projects["platform"], "Another tenant's note."),
-    ]
-    Fact.objects.filter(pk=items[0].pk).update(state=State.SUPERSEDED)
-    ids = [item.pk for item in items]
+    platform = tenant.projects["platform"]
+    ids = [item.pk for item in _items_of_every_scope(tenant, other_tenant, notes=5, thread=False)]
     credentials: list[dict[str, Any]] = [
         {"data_classes": [DataClass.PUBLIC, DataClass.INTERNAL, DataClass.CONFIDENTIAL]},
         {},
