@@ -117,9 +117,9 @@ class Hit(NamedTuple):
 # Filters whose views an index keeps (a few per credential kind; cleared when full).
 MAX_VIEWS = 16
 # A view keeps, for each word with a posting at least MIN_KEPT_POSTING long, its document
-# frequency and BM25's denominators (count + norm) of its postings, for up to MAX_KEPT_POSTINGS
-# postings in all (4 MB): the common words of tasks are in most queries, and gathering their
-# rows' norms and visibility was half of a ranking's work.
+# frequency and BM25's term weight of each of its postings, for up to MAX_KEPT_POSTINGS postings
+# in all (4 MB): the common words of tasks are in most queries, and gathering their rows' norms
+# and visibility was half of a ranking's work.
 MIN_KEPT_POSTING = 256
 MAX_KEPT_POSTINGS = 1_000_000
 
@@ -134,15 +134,27 @@ class _View:
     kept: int = 0
 
     def term(self, word: str, rows: np.ndarray, counts: np.ndarray) -> tuple[int, np.ndarray]:
-        """A word's document frequency among the view's rows, and (count + norm) of each posting."""
+        """A word's document frequency among the view's rows, and its BM25 weight in each posting.
+
+        The weight, idf (k1 + 1) count / (count + norm), takes the idf of the view's rows.
+        """
         found = self.terms.get(word)
         if found is None:
-            found = (int(np.count_nonzero(self.allowed[rows])), counts + self.norms[rows])
+            df = int(np.count_nonzero(self.allowed[rows]))
+            found = (df, _weights(counts, counts + self.norms[rows], self.visible, df))
             if len(rows) >= MIN_KEPT_POSTING and self.kept + len(rows) <= MAX_KEPT_POSTINGS:
                 # Two threads may both add a word: the same values, and the cap is a bound.
                 self.terms[word] = found
                 self.kept += len(rows)
         return found
+
+
+def _weights(counts: np.ndarray, denominators: np.ndarray, visible: int, df: int) -> np.ndarray:
+    """BM25's term weight of each posting (float32: the counts are bytes); zeros without `df`."""
+    idf = math.log(1.0 + (visible - df + 0.5) / (df + 0.5)) if df else 0.0
+    weights: np.ndarray = counts / denominators
+    weights *= idf * (BM25_K1 + 1.0)
+    return weights
 
 
 @dataclass
@@ -235,13 +247,13 @@ class LexicalIndex:
             if posting is None:
                 continue
             rows, counts = posting
-            df, denominators = view.term(word, rows, counts)
             if without:
+                # The document frequencies of the rows left after the exclusions.
                 df = int(np.count_nonzero(allowed[rows]))
+                weights = _weights(counts, counts + view.norms[rows], visible, df)
+            else:
+                df, weights = view.term(word, rows, counts)
             if df:
-                idf = math.log(1.0 + (visible - df + 0.5) / (df + 0.5))
-                weights = counts / denominators  # float32: the counts are bytes
-                weights *= idf * (BM25_K1 + 1.0)
                 scores[rows] += weights
         # Rows outside the caller's view were scored too (one pass is cheaper than filtering
         # each word's postings); their scores are dropped here, before anything is chosen.

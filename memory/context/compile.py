@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 from django.conf import settings
 
-from memory.context.duplicates import NearDuplicates
+from memory.context.duplicates import NearDuplicates, telling_clear
 from memory.context.items import COLUMNS, Item, item_of, item_payload
 from memory.context.standing import StandingCache, standing_key
 from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, Sections
@@ -128,10 +128,11 @@ def standing_part(scope: AgentScope, project: Project, version: int | None) -> _
 
 
 def standing_parts_clear() -> None:
-    """Forget every standing part and scoped row this process keeps per content version (for
-    writes that bypass publication)."""
+    """Forget every standing part and scoped row this process keeps per content version, and what
+    items' texts told (for writes that bypass publication)."""
     _standing_parts.clear()
     row_cache_clear()
+    telling_clear()
 
 
 RECENT_WHY = "recent in this project"

@@ -9,6 +9,8 @@ better ranked) is kept.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from memory.lexical_index import split_words
@@ -19,6 +21,36 @@ DUPLICATE_COSINE = 0.95
 # cannot reach it when computed one by one (float32 rounding over a few hundred dimensions is
 # orders of magnitude smaller); the others are decided one by one, exactly as they always were.
 _SURE_MARGIN = 1e-3
+
+
+# What an item's text tells (`_telling`), kept per item id for about this many items: an item's
+# text never changes in place, and the same few hundred items fill most bundles of a project.
+# A 16-byte digest stands for the words: about 100 bytes an item.
+TELLING_KEPT = 20_000
+_told: dict[int, tuple[bytes, frozenset[str]]] = {}
+
+
+def _telling(fact_id: int, text: str) -> tuple[bytes, frozenset[str]]:
+    """The item's telling words (a digest of them, in order) and its words holding a digit.
+
+    Equal telling words mean the same statement; vectors alike must also hold the same numbers.
+    """
+    told = _told.get(fact_id)
+    if told is None:
+        found = split_words(text)
+        key = " ".join(w for w in found if w not in STOP_WORDS)
+        # The words holding a digit (or anything else but letters) must match too.
+        numbers = frozenset(w for w in found if not w.isalpha())
+        told = (hashlib.blake2b(key.encode(), digest_size=16).digest(), numbers)
+        if len(_told) >= TELLING_KEPT:
+            _told.clear()
+        _told[fact_id] = told
+    return told
+
+
+def telling_clear() -> None:
+    """Forget what items' texts told (for writes that change a text in place, e.g. tests)."""
+    _told.clear()
 
 
 class _Kept:
@@ -49,20 +81,16 @@ class NearDuplicates:
 
     def __init__(self, vectors: dict[int, np.ndarray]) -> None:
         self._vectors = vectors
-        self._keys: set[str] = set()
+        self._keys: set[bytes] = set()
         # The vectors kept so far, by the item's words holding a digit: only those can match.
         self._kept: dict[frozenset[str], _Kept] = {}
 
     def repeats(self, fact_id: int, text: str) -> bool:
-        found = split_words(text)
-        # The item's telling words, in order: equal keys mean the same statement.
-        key = " ".join(w for w in found if w not in STOP_WORDS)
+        key, numbers = _telling(fact_id, text)
         if key in self._keys:
             return True
         vector = self._vectors.get(fact_id)
         if vector is not None:
-            # The words holding a digit (or anything else but letters) must match too.
-            numbers = frozenset(w for w in found if not w.isalpha())
             alike = self._kept.get(numbers)
             if alike is None:
                 self._kept[numbers] = _Kept(vector)
