@@ -21,6 +21,7 @@ candidates found no longer current are dropped from the word index for good.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from django.db.models import QuerySet
@@ -227,21 +228,23 @@ def fuse(lexical: list[Hit], semantic: list[Hit], limit: int | None = None) -> l
     The first `limit` of the fused ranking (all of it by default).
     """
     weights = _rrf_weights(max(len(lexical), len(semantic)))
-    scores: dict[int, float] = {}
+    lexical_ids = list(map(_FACT_ID, lexical))
+    semantic_ids = list(map(_FACT_ID, semantic))
+    # A ranking holds each id once: the lexical side's scores are its weights as they are.
+    scores = dict(zip(lexical_ids, weights, strict=False))
     get = scores.get
-    lexical_ids = [hit.fact_id for hit in lexical]
-    semantic_ids = [hit.fact_id for hit in semantic]
-    for ids in (lexical_ids, semantic_ids):
-        for i, weight in zip(ids, weights, strict=False):
-            scores[i] = get(i, 0.0) + weight
-    kinds = {hit.fact_id: hit.kind for hit in lexical}
-    kinds.update((hit.fact_id, hit.kind) for hit in semantic)
+    for i, weight in zip(semantic_ids, weights, strict=False):
+        scores[i] = get(i, 0.0) + weight
+    kinds = dict(zip(lexical_ids, map(_KIND, lexical), strict=True))
+    kinds.update(zip(semantic_ids, map(_KIND, semantic), strict=True))
     in_lexical, in_semantic = set(lexical_ids), set(semantic_ids)
     # (score, id) pairs compare in C; Ranked is built as a plain tuple (its __new__ is Python).
-    order = sorted([(score, i) for i, score in scores.items()], reverse=True)[:limit]
+    order = sorted(zip(scores.values(), scores.keys(), strict=True), reverse=True)[:limit]
     new = tuple.__new__
     return [new(Ranked, (i, score, kinds[i], i in in_lexical, i in in_semantic)) for score, i in order]
 
+
+_FACT_ID, _KIND = itemgetter(0), itemgetter(2)  # of a Hit
 
 # 1 / (RRF_K + rank) for rank 1, 2, ...: the same values fuse() computed per hit, once.
 _RRF_WEIGHTS = tuple(1.0 / (RRF_K + rank) for rank in range(1, 1025))

@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Collection
 from datetime import datetime, timedelta
 from functools import partial
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any, NamedTuple
 
 from django.conf import settings
@@ -150,7 +150,7 @@ class _RowCache:
         missing = [i for i, row in zip(wanted, known, strict=True) if row is _UNREAD]
         # Read outside the lock; two threads may read the same rows once, and store the same.
         read = {row[0]: row for row in _agent_rows_read(scope, project, missing, columns)}
-        added = sum(_row_bytes(row) for row in read.values()) + 16 * len(missing)
+        added = _rows_bytes(list(read.values()), len(columns)) + 16 * len(missing)
         with self._lock:
             if self._entries.get(key) is entry:
                 entry.update((i, read.get(i)) for i in missing)
@@ -182,8 +182,10 @@ class _RowCache:
 _UNREAD: Any = object()
 
 
-def _row_bytes(row: tuple[Any, ...]) -> int:
-    return 56 + 40 * len(row) + sum(len(v) for v in row if isinstance(v, str))
+def _rows_bytes(rows: list[tuple[Any, ...]], width: int) -> int:
+    """About how many bytes these rows of `width` columns take: their tuples, values and text."""
+    text = sum(map(len, filter(str.__instancecheck__, chain.from_iterable(rows))))
+    return (56 + 40 * width) * len(rows) + text
 
 
 _row_cache = _RowCache()
