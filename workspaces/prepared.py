@@ -31,8 +31,16 @@ _INT_BASE = -(2**62) + 7_919
 _TEXT_MARK = "\x00prepared-stand-in-{}\x00"
 
 Shape = tuple[int | None, ...]  # per argument: the length of a list argument, or None for a scalar
-# Where a compiled parameter's value comes from: (argument, index in it or None), or (None, a constant).
+# Where a compiled parameter's value comes from: (argument, index in it or None), or (None, a constant)
+# where the constant may be the _Places of one parameter holding a list (`= ANY(%s)`).
 Slot = tuple[int, int | None] | tuple[None, Any]
+
+
+class _Places(list[tuple[int, int | None]]):
+    """The arguments' values one list parameter holds (PostgreSQL's `= ANY(%s)`), by place."""
+
+    def values(self, arguments: list[Any]) -> list[Any]:
+        return [arguments[a] if i is None else arguments[a][i] for a, i in self]
 
 
 class Prepared:
@@ -74,8 +82,10 @@ class Prepared:
         sql, slots, compiler = compiled
         values = [list(a) if length is not None else a for a, length in zip(args, shape, strict=True)]
         params = [
-            slot[1] if slot[0] is None else (values[slot[0]] if slot[1] is None else values[slot[0]][slot[1]])
-            for slot in slots
+            (values[a] if i is None else values[a][i])
+            if a is not None
+            else (i.values(values) if isinstance(i, _Places) else i)
+            for a, i in slots
         ]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
@@ -107,12 +117,20 @@ class Prepared:
         except EmptyResultSet:  # an empty `__in`: the ORM answers [] without asking the database
             return None
         self._check(queryset, compiler)
-        slots: list[Slot] = [
-            where[p] if (isinstance(p, int | str) and p in where) else (None, p) for p in params
-        ]
-        if len([s for s in slots if s[0] is not None]) != sum(
-            1 if length is None else length for length in shape
-        ):
+
+        def stood_in(p: Any) -> bool:
+            return isinstance(p, int | str) and p in where
+
+        def slot(p: Any) -> Slot:
+            if stood_in(p):
+                return where[p]
+            if isinstance(p, list) and p and all(map(stood_in, p)):
+                return (None, _Places(where[v] for v in p))
+            return (None, p)
+
+        slots = [slot(p) for p in params]
+        placed = sum(len(i) if isinstance(i, _Places) else a is not None for a, i in slots)
+        if placed != sum(1 if length is None else length for length in shape):
             raise TypeError("Every argument of a prepared query must appear once in its SQL.")
         return sql, slots, compiler
 

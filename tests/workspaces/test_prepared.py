@@ -6,10 +6,12 @@ from typing import Any
 
 import pytest
 
-from memory.models import ContextRequest, Proposal
+from memory.models import ContextRequest, Fact, Proposal
 from memory.refs import new_proposal_ref
+from memory.retrieval import with_ids
 from memory.services import proposal_submit
 from tests.conftest import Tenant
+from tests.readpath import add_item
 from workspaces.models import Connection
 from workspaces.prepared import Prepared, PreparedInsert, PreparedObjects
 from workspaces.selectors import agent_scope
@@ -42,6 +44,23 @@ def test_rows_match_the_querysets_for_scalars_and_lists_of_any_length(tenant: Te
                 _by_request(workspace, actor, wanted)
             )
     assert len(prepared.rows(workspace, "claude@tests", ["prepared-0", "prepared-3", "absent-1"])) == 2
+
+
+def test_a_list_taken_as_one_parameter_gets_each_calls_values(tenant: Tenant) -> None:
+    # memory.retrieval.with_ids: one array parameter on PostgreSQL, a placeholder per id elsewhere.
+    facts = [
+        add_item(tenant.projects["platform"], f"Service {i} exposes /{probe}.").pk
+        for i, probe in [(1, "healthz"), (2, "readyz")]
+    ]
+
+    def build(workspace_id: int, fact_ids: list[int]) -> Any:
+        return with_ids(Fact.objects.filter(workspace_id=workspace_id), fact_ids).values_list("id", "text")
+
+    prepared = Prepared(build)
+    workspace = tenant.workspace.pk
+    for wanted in ([facts[0]], [facts[1], facts[0], 10**9], [facts[1]] * 3, [10**9, 10**9 + 1]):
+        assert sorted(prepared.rows(workspace, wanted)) == sorted(build(workspace, wanted))
+    assert [text for _, text in prepared.rows(workspace, [facts[1], 10**9])] == ["Service 2 exposes /readyz."]
 
 
 def test_columns_that_need_converting_come_back_as_the_orm_gives_them(tenant: Tenant) -> None:
