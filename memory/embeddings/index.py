@@ -56,6 +56,11 @@ def sign_bits(vectors: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(packed).view(np.uint64)
 
 
+# Filters whose rows an index keeps (a few per credential kind; cleared when full): 100 KB each
+# at 100,000 rows.
+MAX_FILTERS = 16
+
+
 @dataclass
 class VectorIndex:
     newest_id: int
@@ -66,6 +71,8 @@ class VectorIndex:
     kinds: np.ndarray  # uint8 kind codes
     classes: np.ndarray  # uint8 data class codes
     _by_id: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    # The rows each (kinds, classes) filter lets through: a credential asks with the same few.
+    _allowed: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -77,7 +84,7 @@ class VectorIndex:
         if not len(self.ids) or limit <= 0:
             return []
         q = query.astype(np.float32)
-        allowed = lookup(CLASSES, classes)[self.classes] & lookup(KINDS, kinds)[self.kinds]
+        allowed = self._allowed_rows(kinds, classes)
         candidates = np.flatnonzero(allowed)
         if not len(candidates):
             return []
@@ -98,6 +105,16 @@ class VectorIndex:
         top = top[np.lexsort((-self.ids[candidates[top]], -scores[top]))]
         # Plain Python values, converted whole (per element, numpy's scalars cost 1 µs each).
         return list(zip(self.ids[candidates[top]].tolist(), scores[top].tolist(), strict=True))
+
+    def _allowed_rows(self, kinds: Collection[str] | None, classes: Collection[str]) -> np.ndarray:
+        key = (None if kinds is None else tuple(sorted(kinds)), tuple(sorted(classes)))
+        allowed = self._allowed.get(key)
+        if allowed is None:
+            allowed = lookup(CLASSES, classes)[self.classes] & lookup(KINDS, kinds)[self.kinds]
+            if len(self._allowed) >= MAX_FILTERS:
+                self._allowed.clear()
+            self._allowed[key] = allowed
+        return allowed
 
     def vectors_of(self, fact_ids: Collection[int]) -> dict[int, np.ndarray]:
         """The stored vectors of these facts (those that have one), as float32."""
