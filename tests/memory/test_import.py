@@ -127,6 +127,34 @@ def test_bad_identities_name_their_line_and_keep_nothing(
     assert not Fact.objects.filter(project=tenant.projects["platform"]).exists()
 
 
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ('["a list"]', "each line must be a JSON object"),
+        ('{"text": "x", "colour": "red", "arity": 2}', "unknown key 'arity'"),
+        ('{"text": 3}', "'text' and 'kind' must be strings"),
+        ('{"text": "x", "kind": null}', "'text' and 'kind' must be strings"),
+        ('{"text": "x", "actor": 7, "state": 1}', "'state' must be a string"),
+        ('{"text": "x", "source": ["a"]}', "'source' must be a string"),
+        ('{"text": "x", "date": "soon", "ref": ""}', "'ref' is empty"),
+        ('{"text": "x", "date": "soon", "supersedes": 5.5}', "date 'soon' is not an ISO date"),
+        ('{"text": "x", "kind": "rumour"}', "Unknown kind 'rumour'"),
+        ('{"text": "   "}', "An item needs text"),
+    ],
+)
+def test_a_bad_line_in_a_later_batch_names_itself_and_keeps_nothing(
+    tenant: Tenant, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, message: str
+) -> None:
+    # Batches are read ahead of the one being written: the error still comes, whole, in its place.
+    monkeypatch.setattr("memory.imports.BATCH_SIZE", 2)
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(f'{{"text": "good {n}"}}\n' for n in range(5)) + line + "\n")
+    with pytest.raises(CommandError, match=rf"^line 6: .*{message}"):
+        run("import_memory", "acme", "platform", str(path))
+    assert not Fact.objects.filter(project=tenant.projects["platform"]).exists()
+
+
 def test_an_exports_items_import_into_another_workspace_with_refs_remapped(
     tenant: Tenant, other_tenant: Tenant, tmp_path: Path
 ) -> None:
