@@ -29,13 +29,14 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection as db
 from django.db import transaction
 from django.db.models import QuerySet
 
 from memory.models import Fact, Kind, State, Taint, text_digest
+from memory.read_ahead import read_ahead
 from memory.readers import Incoming, read_items
 from memory.redaction import redact
 from memory.refs import is_ref, ref_tails
@@ -69,6 +70,13 @@ def _own_ref(ref: str | None) -> str | None:
     return ref if ref and len(ref) <= _REF_COLUMN_LENGTH and is_ref(ref) else None
 
 
+class _Prepared(NamedTuple):
+    """One batch as `_Importer.prepare` leaves it: each item with its row, and the rows' digests."""
+
+    items: list[tuple[Incoming, FactRow]]
+    digests: list[int]
+
+
 @dataclass
 class _Importer:
     """One import's state across its batches: what it has matched, made and still has to link."""
@@ -88,8 +96,6 @@ class _Importer:
     # (new ref, the id in the file of the item it supersedes), linked once every item is in.
     pending_links: list[tuple[str, str, str]] = field(default_factory=list)
     used_refs: set[str] = field(default_factory=set)
-    # The text digest of each item of the batch being applied, in order.
-    digests: list[int] = field(default_factory=list)
     # When the project held no item as the import began, only rows this import inserted can be
     # what a later item is: their origins and text digests, kept here, say which lookups can
     # find anything (the first import of 100,000 items otherwise probes 100,000 digests for
@@ -125,11 +131,18 @@ class _Importer:
         except InvalidRequest as exc:
             raise InvalidRequest(f"{item.where}: {exc.message}") from None
 
+    def prepare(self, batch: list[Incoming]) -> _Prepared:
+        """A batch checked, screened and digested: the part of an import that needs no database,
+        so that it can be done for the next batch while this one is written (memory.read_ahead)."""
+        items = [(item, self._row(item)) for item in batch]
+        return _Prepared(items, [text_digest(row.text) for _, row in items])
+
     def _existing(
-        self, items: list[tuple[Incoming, FactRow]]
+        self, prepared: _Prepared
     ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
         """Rows already on the server that this batch's items may be: by ref, origin, kind+text."""
         columns = ("id", "ref", "project_id", "origin", *_COMPARED)
+        items = prepared.items
         refs = {r for item, _ in items if (r := _own_ref(item.ref))}
         by_ref = {row["ref"]: row for row in _in(Fact.objects.all(), "ref", refs).values(*columns)}
         origins = {o for item, _ in items for o in (item.origin, item.ref) if o}
@@ -142,7 +155,7 @@ class _Importer:
             by_origin[row["origin"]] = row  # the latest version wins
         digests = {
             digest
-            for (item, _), digest in zip(items, self.digests, strict=True)
+            for (item, _), digest in zip(items, prepared.digests, strict=True)
             if not item.origin and not item.ref
         }
         if self.inserted_digests is not None:
@@ -154,15 +167,14 @@ class _Importer:
                 by_text[(row["kind"], row["text"])] = row
         return by_ref, by_origin, by_text
 
-    def apply(self, batch: list[Incoming]) -> None:
-        items = [(item, self._row(item)) for item in batch]
-        self.digests = [text_digest(row.text) for _, row in items]
-        by_ref, by_origin, by_text = self._existing(items)
+    def apply(self, prepared: _Prepared) -> None:
+        items = prepared.items
+        by_ref, by_origin, by_text = self._existing(prepared)
         new_rows: list[FactRow] = []
         new_digests: list[int] = []
         supersede: list[tuple[str, dict[str, Any]]] = []
         tails = iter(ref_tails(len(items)))  # a new ref is the item's kind and one of these
-        for (item, row), digest in zip(items, self.digests, strict=True):
+        for (item, row), digest in zip(items, prepared.digests, strict=True):
             ident = item.origin or item.ref
             key = ("id", ident) if ident else ("text", row.kind, row.text)
             if key in self.seen:  # the same item twice in one import
@@ -311,9 +323,11 @@ def memory_import(
     )
     items = read_items(path, fmt=fmt, project=project.slug, source_project=source_project)
     done = 0
-    for batch in _batches(items, BATCH_SIZE):
-        importer.apply(batch)
-        done += len(batch)
+    # The next batch is read and checked while this one is written; an error in it is raised
+    # here, after the batches before it, as it would be in line.
+    for prepared in read_ahead(importer.prepare(batch) for batch in _batches(items, BATCH_SIZE)):
+        importer.apply(prepared)
+        done += len(prepared.items)
         if progress:
             progress(done)
     importer.link()
