@@ -11,7 +11,6 @@ import hashlib
 import json
 import zipfile
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -66,5 +65,5 @@ def export_items(path: Path, *, project: str, source_project: str | None) -> Ite
             raise bad(where, "its text does not match its SHA-256 (a damaged copy).")
         if not incoming.source and incoming.ref:
             # Provenance keeps pointing at the item it was, even when its ref has to change.
-            incoming = replace(incoming, source=f"unforgetter:{incoming.ref}")
+            incoming = incoming._replace(source=f"unforgetter:{incoming.ref}")
         yield incoming

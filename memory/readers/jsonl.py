@@ -13,51 +13,58 @@ from typing import Any, TextIO
 
 from memory.readers.base import Incoming, bad, foreign_id, iso_date, text_field
 
-ITEM_KEYS = {
-    "kind",
-    "text",
-    "state",
-    "data_class",
-    "ref",
-    "id",
-    "source",
-    "actor",
-    "date",
-    "taint",
-    "supersedes",
-}
+ITEM_KEYS = frozenset(
+    {"kind", "text", "state", "data_class", "ref", "id", "source", "actor", "date", "taint", "supersedes"}
+)
+# The optional keys whose values, when given, must be strings (checked, and named, in this order).
+_TEXT_KEYS = ("state", "data_class", "source", "actor", "taint")
 
 
 def item_from_json(
     item: Any, where: str, *, default_source: str = "", extra_keys: frozenset[str] = frozenset()
 ) -> Incoming:
-    """One item object of the import format, checked for shape."""
+    """One item object of the import format, checked for shape.
+
+    Written for an import's 100,000 calls: each key is looked up once, and the checks that find
+    nothing wrong in a good item (most of them) are one test each; a failing one is then looked
+    at again to name the first thing wrong, in the order the checks are listed.
+    """
     if not isinstance(item, dict):
         raise bad(where, "each item must be a JSON object.")
-    unknown = set(item) - ITEM_KEYS - extra_keys
-    if unknown:
-        raise bad(where, f"unknown key {sorted(unknown)[0]!r}.")
-    if not isinstance(item.get("text"), str) or not isinstance(item.get("kind", "fact"), str):
+    if not item.keys() <= ITEM_KEYS:
+        unknown = set(item) - ITEM_KEYS - extra_keys
+        if unknown:
+            raise bad(where, f"unknown key {sorted(unknown)[0]!r}.")
+    get = item.get
+    text, kind = get("text"), get("kind", "fact")
+    if not isinstance(text, str) or not isinstance(kind, str):
         raise bad(where, "'text' and 'kind' must be strings.")
-    for key in ("state", "data_class", "source", "actor", "taint"):
-        if item.get(key) is not None:
-            text_field(item[key], where, key)
-    ref = foreign_id(item["ref"], where, field="ref") if item.get("ref") is not None else None
-    origin = foreign_id(item["id"], where) if item.get("id") is not None else ""
-    supersedes = item.get("supersedes")
+    state, data_class = get("state"), get("data_class")
+    source, actor, taint = get("source"), get("actor"), get("taint")
+    for value in (state, data_class, source, actor, taint):
+        if value is not None and not isinstance(value, str):
+            for key in _TEXT_KEYS:  # name the first one wrong
+                if item.get(key) is not None:
+                    text_field(item[key], where, key)
+    ref = get("ref")
+    ref = foreign_id(ref, where, field="ref") if ref is not None else None
+    origin = get("id")
+    origin = foreign_id(origin, where) if origin is not None else ""
+    source_date = iso_date(get("date"), where)
+    supersedes = get("supersedes")
     return Incoming(
-        where=where,
-        kind=item.get("kind") or "fact",
-        text=item["text"],
-        state=item.get("state"),
-        data_class=item.get("data_class"),
-        source=item.get("source") or default_source,
-        source_date=iso_date(item.get("date"), where),
-        actor=item.get("actor") or "",
-        taint=item.get("taint"),
-        ref=ref,
-        origin=origin,
-        supersedes=foreign_id(supersedes, where, field="supersedes") if supersedes is not None else None,
+        where,
+        kind or "fact",
+        text,
+        state,
+        data_class,
+        source or default_source,
+        source_date,
+        actor or "",
+        taint,
+        ref,
+        origin,
+        foreign_id(supersedes, where, field="supersedes") if supersedes is not None else None,
     )
 
 

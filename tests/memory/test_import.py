@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 import zipfile
+from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError, SystemCheckError
 from django.db import connection
+from django.db.backends.utils import CursorWrapper
 from django.test import override_settings
 
 from memory.models import Fact, Kind, State, Taint
@@ -125,6 +128,63 @@ def test_bad_identities_name_their_line_and_keep_nothing(
     with pytest.raises(CommandError, match=rf"^line 2: .*{message}"):
         run("import_memory", "acme", "platform", str(path))
     assert not Fact.objects.filter(project=tenant.projects["platform"]).exists()
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ('["a list"]', "each line must be a JSON object"),
+        ('{"text": "x", "colour": "red", "arity": 2}', "unknown key 'arity'"),
+        ('{"text": 3}', "'text' and 'kind' must be strings"),
+        ('{"text": "x", "kind": null}', "'text' and 'kind' must be strings"),
+        ('{"text": "x", "actor": 7, "state": 1}', "'state' must be a string"),
+        ('{"text": "x", "source": ["a"]}', "'source' must be a string"),
+        ('{"text": "x", "date": "soon", "ref": ""}', "'ref' is empty"),
+        ('{"text": "x", "date": "soon", "supersedes": 5.5}', "date 'soon' is not an ISO date"),
+        ('{"text": "x", "kind": "rumour"}', "Unknown kind 'rumour'"),
+        ('{"text": "   "}', "An item needs text"),
+    ],
+)
+def test_a_bad_line_in_a_later_batch_names_itself_and_keeps_nothing(
+    tenant: Tenant, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, message: str
+) -> None:
+    # Batches are read ahead of the one being written: the error still comes, whole, in its place.
+    monkeypatch.setattr("memory.imports.BATCH_SIZE", 2)
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(f'{{"text": "good {n}"}}\n' for n in range(5)) + line + "\n")
+    with pytest.raises(CommandError, match=rf"^line 6: .*{message}"):
+        run("import_memory", "acme", "platform", str(path))
+    assert not Fact.objects.filter(project=tenant.projects["platform"]).exists()
+
+
+def test_the_batches_read_ahead_never_touch_the_database(
+    tenant: Tenant, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another thread would have its own connection, outside the import's transaction.
+    monkeypatch.setattr("memory.imports.BATCH_SIZE", 2)
+    threads: set[str] = set()
+    monkeypatch.setattr(
+        "django.db.backends.utils.CursorWrapper.execute",
+        _recording(CursorWrapper.execute, threads),
+    )
+    monkeypatch.setattr(
+        "django.db.backends.utils.CursorWrapper.executemany",
+        _recording(CursorWrapper.executemany, threads),
+    )
+    path = write_jsonl(
+        tmp_path / "items.jsonl", [{"text": f"Item {i} password=Tr0ub4dor&3x"} for i in range(7)]
+    )
+    assert "Imported 7 items" in run("import_memory", "acme", "platform", str(path))
+    assert threads == {threading.current_thread().name}
+
+
+def _recording(method: Callable[..., Any], threads: set[str]) -> Callable[..., Any]:
+    def recorded(self: CursorWrapper, *args: Any, **kwargs: Any) -> Any:
+        threads.add(threading.current_thread().name)
+        return method(self, *args, **kwargs)
+
+    return recorded
 
 
 def test_an_exports_items_import_into_another_workspace_with_refs_remapped(

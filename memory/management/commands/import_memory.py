@@ -51,7 +51,9 @@ class Command(BaseCommand):
         workspace = workspace_or_fail(options["workspace"])
         project = project_or_fail(workspace, options["project"])
         started = time.monotonic()
-        bar = ProgressBar("importing", total=_lines(path))
+        bar = ProgressBar("importing")
+        if bar.enabled:  # counting the lines is a pass over the file: only for a bar that is drawn
+            bar.total = _lines(path)
         try:
             report = service_call(
                 memory_import,
