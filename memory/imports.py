@@ -26,9 +26,7 @@ as it is.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Collection, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -327,12 +325,11 @@ def memory_import(
     done = 0
     # The next batch is read and checked while this one is written; an error in it is raised
     # here, after the batches before it, as it would be in line.
-    with _fewer_collections():
-        for prepared in read_ahead(importer.prepare(batch) for batch in _batches(items, BATCH_SIZE)):
-            importer.apply(prepared)
-            done += len(prepared.items)
-            if progress:
-                progress(done)
+    for prepared in read_ahead(importer.prepare(batch) for batch in _batches(items, BATCH_SIZE)):
+        importer.apply(prepared)
+        done += len(prepared.items)
+        if progress:
+            progress(done)
     importer.link()
     changed = importer.imported + importer.updated
     if changed:
@@ -361,31 +358,6 @@ def _page_cache_widen() -> None:
     if db.vendor == "sqlite":
         with db.cursor() as cursor:
             cursor.execute(f"PRAGMA cache_size = -{_IMPORT_PAGE_CACHE_KIB}")
-
-
-# Objects an import may allocate between two collections of the youngest generation (CPython:
-# 700). An import allocates several per item (its JSON object, the item, its row, its keys) and
-# frees nearly all of them by reference counting, so the collections find little; the cycles an
-# import makes (few) wait a little longer to be freed.
-_IMPORT_GC_THRESHOLD = 50_000
-
-
-@contextmanager
-def _fewer_collections() -> Iterator[None]:
-    """Collect garbage less often while an import runs, and not among what was there before it.
-
-    The process's earlier objects (Django, its apps and models: a few hundred thousand) are set
-    aside (`gc.freeze`) rather than scanned again by each full collection. Measured on the
-    benchmark's 100,000 items: about half a second of the import's 7 s of CPU.
-    """
-    threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(threshold[0], _IMPORT_GC_THRESHOLD), *threshold[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
 
 
 def _analyze() -> None:

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import gc
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,34 @@ def _lines(path: Path) -> int | None:
         return None
     with path.open("rb") as stream:
         return sum(1 for line in stream if line.strip())
+
+
+# Objects an import may allocate between two collections of the youngest generation (CPython:
+# 700). An import allocates several per item (its JSON object, the item, its row, its keys) and
+# frees nearly all of them by reference counting, so the collections find little; the cycles an
+# import makes (few) wait a little longer to be freed.
+_IMPORT_GC_THRESHOLD = 50_000
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Collect garbage less often while an import runs, and not among what was there before it.
+
+    Process-wide settings, so the command's and not memory_import's: a serving process keeps
+    its own (unforgetter.collector).
+
+    The process's earlier objects (Django, its apps and models: a few hundred thousand) are set
+    aside (`gc.freeze`) rather than scanned again by each full collection. Measured on the
+    benchmark's 100,000 items: about half a second of the import's 7 s of CPU.
+    """
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(threshold[0], _IMPORT_GC_THRESHOLD), *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
 
 
 class Command(BaseCommand):
@@ -54,18 +85,19 @@ class Command(BaseCommand):
         bar = ProgressBar("importing")
         if bar.enabled:  # counting the lines is a pass over the file: only for a bar that is drawn
             bar.total = _lines(path)
-        try:
-            report = service_call(
-                memory_import,
-                project=project,
-                path=path,
-                fmt=fmt,
-                actor=options["actor"],
-                source_project=options["source_project"],
-                progress=bar.update,
-            )
-        finally:
-            bar.close()
+        with _fewer_collections():
+            try:
+                report = service_call(
+                    memory_import,
+                    project=project,
+                    path=path,
+                    fmt=fmt,
+                    actor=options["actor"],
+                    source_project=options["source_project"],
+                    progress=bar.update,
+                )
+            finally:
+                bar.close()
         elapsed = time.monotonic() - started
         self.stdout.write(
             f"Imported {report.imported} items into {workspace.slug}/{project.slug} "
