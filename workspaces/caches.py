@@ -13,20 +13,30 @@ costs the requests no connection attempts. Only connection failures fall back: a
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from typing import Any
 
 from django.core.cache import cache as shared
 from django.core.cache.backends.locmem import LocMemCache
-from redis.exceptions import RedisError
 
 logger = logging.getLogger(__name__)
-
-# Connection failures of the shared cache (redis-py raises its own, or the socket's errors).
-_UNREACHABLE = (RedisError, OSError)
 # How long the shared cache is left alone after a failure before it is tried again.
 RETRY_SHARED_AFTER_SECONDS = 5.0
+
+
+def _unreachable() -> tuple[type[BaseException], ...]:
+    """Connection failures of the shared cache: redis-py's own errors, or the socket's.
+
+    redis-py is not imported here: loading it costs a serving process 5 MB, and with the default
+    local-memory cache nothing needs it. Django's Redis backend imports it before its first
+    command, so by the time a RedisError can be raised the module is loaded and found here.
+    """
+    redis_exceptions = sys.modules.get("redis.exceptions")
+    if redis_exceptions is None:
+        return (OSError,)
+    return (redis_exceptions.RedisError, OSError)
 
 
 class FallbackCache:
@@ -41,7 +51,7 @@ class FallbackCache:
         if time.monotonic() >= self._down_until:
             try:
                 result = getattr(shared, operation)(*args, **kwargs)
-            except _UNREACHABLE as exc:
+            except _unreachable() as exc:
                 self._went_down(exc)
             else:
                 if self._down_until:
