@@ -8,14 +8,20 @@ again (the embedded default, one process with a local-memory cache, behaves the 
 warning is logged once per outage, and Redis is not asked again for a few seconds, so an outage
 costs the requests no connection attempts. Only connection failures fall back: a missing counter
 (`incr` raising ValueError) is the cache's normal answer and passes through.
+
+Large values (compiled bundles, ~17 KB pickled) are kept compressed, in either cache: a worker's
+local cache holds up to 2,000 of them, 33 MB as plain pickles and about a quarter of that
+compressed, and unpacking one costs tens of microseconds against the milliseconds of a call.
 """
 
 from __future__ import annotations
 
 import logging
+import pickle
 import sys
 import threading
 import time
+import zlib
 from typing import Any
 
 from django.core.cache import cache as shared
@@ -24,6 +30,8 @@ from django.core.cache.backends.locmem import LocMemCache
 logger = logging.getLogger(__name__)
 # How long the shared cache is left alone after a failure before it is tried again.
 RETRY_SHARED_AFTER_SECONDS = 5.0
+# Values whose pickle is at least this long are stored compressed (see _packed).
+PACK_MIN_BYTES = 1024
 
 
 def _unreachable() -> tuple[type[BaseException], ...]:
@@ -37,6 +45,27 @@ def _unreachable() -> tuple[type[BaseException], ...]:
     if redis_exceptions is None:
         return (OSError,)
     return (redis_exceptions.RedisError, OSError)
+
+
+class _Packed(bytes):
+    """A cached value kept as its compressed pickle (the caches pickle this bytes object as is)."""
+
+
+def _packed(value: Any) -> Any:
+    """What is stored for a value: large ones compressed; numbers, text and None as they are
+    (`incr` adds to the stored counters)."""
+    if value is None or isinstance(value, int | float | str | bytes):
+        return value
+    data = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    if len(data) < PACK_MIN_BYTES:
+        return value
+    return _Packed(zlib.compress(data, 1))
+
+
+def _unpacked(value: Any) -> Any:
+    if isinstance(value, _Packed):
+        return pickle.loads(zlib.decompress(value))  # noqa: S301 - our own value, as the cache's pickles
+    return value
 
 
 class FallbackCache:
@@ -76,13 +105,13 @@ class FallbackCache:
             self._down_until = 0.0
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self._run("get", key, default)
+        return _unpacked(self._run("get", key, default))
 
     def set(self, key: str, value: Any, timeout: int | None = None) -> None:
-        self._run("set", key, value, timeout=timeout)
+        self._run("set", key, _packed(value), timeout=timeout)
 
     def add(self, key: str, value: Any, timeout: int | None = None) -> bool:
-        return bool(self._run("add", key, value, timeout=timeout))
+        return bool(self._run("add", key, _packed(value), timeout=timeout))
 
     def incr(self, key: str, delta: int = 1) -> int:
         return int(self._run("incr", key, delta))
