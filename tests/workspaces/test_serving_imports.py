@@ -15,6 +15,9 @@ _LOADED = """
 import sys
 import unforgetter.asgi
 print(" ".join(sorted({name.split(".")[0] for name in sys.modules})))
+if "celery" in sys.modules:
+    from celery import current_app
+    print("app:" + current_app.main)
 """
 
 
@@ -35,3 +38,14 @@ def test_the_local_cache_does_not_load_redis() -> None:
     loaded = _loaded(CACHE_URL="locmemcache://unforgetter")
     assert "django" in loaded
     assert "redis" not in loaded
+
+
+def test_without_a_broker_celery_is_not_loaded() -> None:
+    loaded = _loaded(CELERY_BROKER_URL="")
+    assert "django" in loaded
+    assert not {"celery", "kombu"} & loaded
+
+
+def test_with_a_broker_the_configured_celery_app_is_the_current_one() -> None:
+    loaded = _loaded(CELERY_BROKER_URL="redis://127.0.0.1:9/0")
+    assert "app:unforgetter" in loaded
