@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from celery import current_app
 from django.conf import settings
 
 CONSOLIDATE_TASK = "memory.consolidate_workspace"
@@ -28,7 +27,10 @@ def embedded_nudge_set(nudge: Callable[[], None] | None) -> None:
 def consolidation_enqueue(workspace_id: int) -> None:
     """Ask for a workspace to be consolidated soon: a Celery task, or a nudge to the embedded loop."""
     if settings.CELERY_BROKER_URL:
-        # The Celery app configured with Django (unforgetter/celery.py) is the current app.
+        # The Celery app configured with Django (unforgetter/celery.py) is the current app. Celery
+        # is loaded only where a broker is configured (unforgetter.settings), so imported here.
+        from celery import current_app  # noqa: PLC0415
+
         current_app.send_task(CONSOLIDATE_TASK, args=(workspace_id,), retry=False)
         return
     nudge = _nudge

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from celery import current_app
 from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Min
@@ -39,6 +38,8 @@ def broker_check() -> Check:
     """The broker answers (none configured: the embedded consolidator, nothing to check)."""
     if not settings.CELERY_BROKER_URL:
         return Check("broker", True, "none (embedded consolidator)")
+    from celery import current_app  # noqa: PLC0415 - loaded only with a broker (unforgetter.settings)
+
     try:
         with current_app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=1)

@@ -5,6 +5,12 @@ read from the database, token arrays, numpy's sort of the pairs). glibc keeps mo
 memory mapped in the process (100+ MB at 100,000 items), so a web worker's resident size would
 stay at its build-time peak; `malloc_trim` returns it. Elsewhere (other C libraries) it does
 nothing.
+
+Calls free memory too, in smaller pieces: each compiles a bundle, reads rows and scores, and glibc
+returns to the system only the free space at the top of its heap. After a few hundred calls at
+1M items a worker held 10-15 MB of freed pages inside its heap. A serving process therefore also
+trims every TRIM_EVERY_SECONDS on a thread of its own (`trim_periodically`): a trim took 0.6 ms at
+that size, and holds each malloc arena only while it walks it.
 """
 
 from __future__ import annotations
@@ -12,7 +18,10 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import threading
 from collections.abc import Callable
+
+TRIM_EVERY_SECONDS = 5.0
 
 
 @functools.cache
@@ -30,3 +39,31 @@ def release_freed_memory() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+_trimming: threading.Event | None = None
+_trimming_lock = threading.Lock()
+
+
+def trim_periodically(every: float = TRIM_EVERY_SECONDS) -> None:
+    """Return freed heap pages every `every` seconds from a daemon thread, once per process."""
+    global _trimming
+    with _trimming_lock:
+        if _trimming is not None or _malloc_trim() is None:
+            return
+        stop = _trimming = threading.Event()
+
+    def run() -> None:
+        while not stop.wait(every):
+            release_freed_memory()
+
+    threading.Thread(target=run, name="heap-trim", daemon=True).start()
+
+
+def trim_periodically_stop() -> None:
+    """Stop the thread started by trim_periodically (a later call starts a new one)."""
+    global _trimming
+    with _trimming_lock:
+        if _trimming is not None:
+            _trimming.set()
+            _trimming = None

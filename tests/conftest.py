@@ -24,6 +24,10 @@ from memory.lexical_index import lexical_indexes
 from memory.services import workspace_open
 from tests.factories import UserFactory
 from tests.mcp_client import MCPClient
+
+# Tests turn CELERY_BROKER_URL on at run time (override_settings); a process started with a broker
+# has created the configured Celery app with its settings (unforgetter.settings), so this one does too.
+from unforgetter import celery as _celery_app  # noqa: F401
 from workspaces.caches import cache as fallback_cache
 from workspaces.limits import over_rate_clear, server_time
 from workspaces.models import Connection, DataClass, Project, Workspace

@@ -1,5 +1,2 @@
-# The Celery app is loaded with Django so that @shared_task binds to it and
-# `transaction.on_commit(... .apply_async)` sends through its configured broker.
-from unforgetter.celery import app as celery_app
-
-__all__ = ("celery_app",)
+# The Celery app is created by the settings when CELERY_BROKER_URL is set (unforgetter.settings),
+# and found by `celery -A unforgetter` as unforgetter.celery; without a broker no process loads it.

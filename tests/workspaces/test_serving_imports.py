@@ -1,0 +1,51 @@
+"""What a serving process loads: libraries it never uses with its configuration stay unimported.
+
+Each module loaded is resident in every web worker for its whole life (issue #10's memory budget),
+so the ones only some configurations need are imported by those configurations alone.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+_LOADED = """
+import sys
+import unforgetter.asgi
+print(" ".join(sorted({name.split(".")[0] for name in sys.modules})))
+if "celery" in sys.modules:
+    from celery import current_app
+    print("app:" + current_app.main)
+"""
+
+
+def _loaded(**env: str) -> set[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")} | env
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    return set(done.stdout.split())
+
+
+def test_the_local_cache_does_not_load_redis() -> None:
+    loaded = _loaded(CACHE_URL="locmemcache://unforgetter")
+    assert "django" in loaded
+    assert "redis" not in loaded
+
+
+def test_without_a_broker_celery_is_not_loaded() -> None:
+    loaded = _loaded(CELERY_BROKER_URL="")
+    assert "django" in loaded
+    assert not {"celery", "kombu"} & loaded
+
+
+def test_with_a_broker_the_configured_celery_app_is_the_current_one() -> None:
+    loaded = _loaded(CELERY_BROKER_URL="redis://127.0.0.1:9/0")
+    assert "app:unforgetter" in loaded
