@@ -376,13 +376,14 @@ def _prepare(reads: _Reads, change: ProposedChange) -> Submitted:
     return Submitted(proposal=proposal)
 
 
-# The two reads every proposal makes, compiled once per process (workspaces.prepared).
+# The two reads every proposal makes, compiled once per process (workspaces.prepared); the
+# ledger's head is read by every publication too (memory.services.publishing).
 _replays_stored = Prepared(
     lambda workspace_id, actor, request_ids: Proposal.objects.filter(
         workspace_id=workspace_id, actor=actor, request_id__in=request_ids
     ).values_list("request_id", "pk")
 )
-_ledger_head = Prepared(
+ledger_head = Prepared(
     lambda workspace_id: (
         Proposal.objects.filter(workspace_id=workspace_id)
         .order_by("-seq")
@@ -403,7 +404,7 @@ def _store(workspace_id: int, proposals: Sequence[Proposal]) -> None:
         # (SQLite has no row locks: its IMMEDIATE transactions already take the one write lock.)
         if db_connection.features.has_select_for_update:
             Workspace.objects.select_for_update().filter(pk=workspace_id).values_list("pk", flat=True).get()
-        last = _ledger_head.rows(workspace_id)
+        last = ledger_head.rows(workspace_id)
         seq, previous = last[0] if last else (0, "")
         for proposal in proposals:
             seq += 1
