@@ -22,7 +22,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memory.conflicts import older_decision_cited
-from memory.models import Fact, Kind, Proposal, State, Taint, Watermark
+from memory.models import Fact, Kind, Proposal, State, Taint, Watermark, text_digest
 from memory.refs import new_ref
 from memory.services.facts import project_touch
 from memory.services.publishing import publication_record
@@ -37,7 +37,7 @@ from memory.validation import (
 )
 from workspaces.exceptions import UnforgetterError
 from workspaces.models import Project, TrustZone, Workspace
-from workspaces.prepared import Prepared, PreparedObjects
+from workspaces.prepared import Prepared, PreparedInsert, PreparedObjects, PreparedUpdate
 from workspaces.scope import AgentScope
 from workspaces.selectors import agent_scopes
 
@@ -310,7 +310,7 @@ class _Decisions:
                 continue
             # Status and time are the same for the whole group: one UPDATE. Only the signals differ
             # row by row, and bulk_update's CASE per field is costly: it gets that one field alone.
-            Proposal.objects.filter(pk__in=[p.pk for p in group]).update(status=status, decided_at=now)
+            _decided.update([p.pk for p in group], status=status, decided_at=now)
             flagged = [p for p in group if p.signals]
             for proposal in group:
                 proposal.status, proposal.decided_at = status, now
@@ -321,8 +321,17 @@ class _Decisions:
                 self.rejected, ["status", "reason", "reason_detail", "decided_at", "signals"], batch_size=500
             )
         if self.items:
-            Fact.objects.bulk_create(self.items, batch_size=500)
+            for item in self.items:  # what Fact.save and FactQuerySet.bulk_create give every item
+                item.text_digest = text_digest(item.text)
+            _items_insert.insert(self.items)
             prints_record(self.items)
+
+
+# The items a batch publishes and its decisions and watermark, written with SQL built once per
+# process and row count (workspaces.prepared).
+_items_insert = PreparedInsert(Fact)
+_decided = PreparedUpdate(Proposal, ["status", "decided_at"])
+_watermark_advance = PreparedUpdate(Watermark, ["seq", "updated_at"])
 
 
 def _consolidate_one(
@@ -437,7 +446,7 @@ def _batch_claim(*, workspace_id: int, size: int, wait: bool, report: Consolidat
         decisions.write(now)
         watermark.seq = proposals[-1].seq
         watermark.updated_at = now
-        watermark.save(update_fields=["seq", "updated_at"])
+        _watermark_advance.update([watermark.pk], seq=watermark.seq, updated_at=now)
         if report.published:
             project_touch(project_ids=batch.touched_projects, now=now)
             publication_record(workspace=watermark.workspace, published_count=report.published, changed=True)
