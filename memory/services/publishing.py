@@ -9,7 +9,7 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from memory.models import ContextRequest, Publication
-from memory.services.proposals import ledger_head
+from memory.services.proposals import ledger_head, workspace_lock
 from workspaces.models import Project, Workspace
 from workspaces.prepared import Prepared, PreparedInsert
 from workspaces.scope import AgentScope
@@ -39,7 +39,7 @@ def publication_record(
     are keyed by it, so a change invalidates them everywhere and a heartbeat does not. The ledger's
     head at this moment is recorded too, so `verify_ledger` can tell when newest proposals vanish.
     """
-    if not _workspace_lock.rows(workspace.pk):
+    if not workspace_lock.rows(workspace.pk):
         raise Workspace.DoesNotExist("The workspace was deleted.")
     latest = _latest_publication.rows(workspace.pk)
     version = (latest[0][0] if latest else 0) + 1
@@ -59,9 +59,6 @@ def publication_record(
 
 
 # Every batch the consolidator publishes runs these: compiled once per process (workspaces.prepared).
-_workspace_lock = Prepared(
-    lambda workspace_id: Workspace.objects.select_for_update().filter(pk=workspace_id).values_list("pk")
-)
 _latest_publication = Prepared(
     lambda workspace_id: (
         Publication.objects.filter(workspace_id=workspace_id)
