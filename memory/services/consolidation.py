@@ -473,9 +473,15 @@ def consolidation_run(
 
 def workspaces_pending() -> list[int]:
     """Workspaces with proposals the consolidator has not reached (a small partial index)."""
-    return list(
+    return [workspace_id for (workspace_id,) in _pending.rows()]
+
+
+# Read on every cycle of every consolidator: compiled once per process.
+_pending = Prepared(
+    lambda: (
         Proposal.objects.filter(status__in=Proposal.Status.pending())
-        .values_list("workspace_id", flat=True)
+        .values_list("workspace_id")
         .distinct()
         .order_by()
     )
+)
