@@ -22,7 +22,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memory.conflicts import older_decision_cited
-from memory.models import Fact, Kind, Proposal, State, Taint, Watermark, text_digest
+from memory.models import Fact, Kind, Proposal, State, Taint, Watermark
 from memory.refs import new_ref
 from memory.services.facts import project_touch
 from memory.services.publishing import publication_record
@@ -37,7 +37,7 @@ from memory.validation import (
 )
 from workspaces.exceptions import UnforgetterError
 from workspaces.models import Project, TrustZone, Workspace
-from workspaces.prepared import Prepared, PreparedInsert, PreparedObjects, PreparedUpdate
+from workspaces.prepared import Prepared, PreparedObjects, PreparedUpdate
 from workspaces.scope import AgentScope
 from workspaces.selectors import agent_scopes
 
@@ -321,15 +321,14 @@ class _Decisions:
                 self.rejected, ["status", "reason", "reason_detail", "decided_at", "signals"], batch_size=500
             )
         if self.items:
-            for item in self.items:  # what Fact.save and FactQuerySet.bulk_create give every item
-                item.text_digest = text_digest(item.text)
-            _items_insert.insert(self.items)
+            # bulk_create, not a PreparedInsert: on PostgreSQL it sends a column's values as one
+            # array (UNNEST), cheaper for a full batch, and no dearer measured for a small one.
+            Fact.objects.bulk_create(self.items, batch_size=500)
             prints_record(self.items)
 
 
-# The items a batch publishes and its decisions and watermark, written with SQL built once per
-# process and row count (workspaces.prepared).
-_items_insert = PreparedInsert(Fact)
+# A batch's decisions and its watermark, written with SQL built once per process and row count
+# (workspaces.prepared).
 _decided = PreparedUpdate(Proposal, ["status", "decided_at"])
 _watermark_advance = PreparedUpdate(Watermark, ["seq", "updated_at"])
 
