@@ -249,3 +249,50 @@ class PreparedInsert:
             sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * rows)} {ending}"  # noqa: S608
             self._sql[(vendor, rows)] = sql
         return sql
+
+
+class PreparedUpdate:
+    """Sets the same values on rows of one model chosen by primary key, as
+    `filter(pk__in=keys).update(**values)` does, its SQL built once per process and row count.
+
+    Each value is prepared as the ORM prepares an update's (`get_db_prep_save`); plain values only,
+    no expressions. Returns how many rows were updated.
+    """
+
+    def __init__(self, model: type[Model], fields: Sequence[str], *, using: str = "default") -> None:
+        self._model = model
+        concrete = {f.name: f for f in model._meta.concrete_fields}
+        self._fields: list[Any] = [concrete[name] for name in fields]
+        self._using = using
+        self._sql: dict[tuple[str, int], str] = {}
+
+    def update(self, keys: Sequence[Any], **values: Any) -> int:
+        if sorted(values) != sorted(f.name for f in self._fields):
+            raise TypeError("A prepared update sets exactly the fields it was made for.")
+        connection = connections[self._using]
+        pk = self._model._meta.pk
+        assert pk is not None
+        sets = [f.get_db_prep_save(values[f.name], connection) for f in self._fields]
+        updated = 0
+        for start in range(0, len(keys), _UPDATE_KEYS):
+            chunk = [pk.get_db_prep_value(key, connection) for key in keys[start : start + _UPDATE_KEYS]]
+            with connection.cursor() as cursor:
+                cursor.execute(self._statement(connection.vendor, len(chunk)), [*sets, *chunk])
+                updated += cursor.rowcount
+        return updated
+
+    def _statement(self, vendor: str, rows: int) -> str:
+        sql = self._sql.get((vendor, rows))
+        if sql is None:
+            quote = connections[self._using].ops.quote_name
+            meta = self._model._meta
+            assert meta.pk is not None
+            sets = ", ".join(f"{quote(f.column)} = %s" for f in self._fields)
+            keys = ", ".join(["%s"] * rows)
+            # Only quoted names from the model's meta and placeholders are interpolated.
+            sql = f"UPDATE {quote(meta.db_table)} SET {sets} WHERE {quote(meta.pk.column)} IN ({keys})"  # noqa: S608
+            self._sql[(vendor, rows)] = sql
+        return sql
+
+
+_UPDATE_KEYS = 500  # primary keys per UPDATE statement, well within every database's limit

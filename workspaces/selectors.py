@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -107,6 +107,12 @@ def agent_scope(connection: Connection, *, grants: frozenset[str] | None = None)
             project_ids = frozenset(p.pk for p in connection.projects.all())
         else:
             project_ids = frozenset(connection.projects.values_list("pk", flat=True))
+    return _scope(connection, project_ids, grants)
+
+
+def _scope(
+    connection: Connection, project_ids: frozenset[int] | None, grants: frozenset[str] | None
+) -> AgentScope:
     return AgentScope(
         workspace_id=connection.workspace_id,
         connection_id=connection.pk,
@@ -125,13 +131,23 @@ def agent_scope(connection: Connection, *, grants: frozenset[str] | None = None)
 
 
 def agent_scopes(connection_ids: Iterable[int]) -> dict[int, AgentScope]:
-    """The scopes of several connections in two queries (the consolidator's batch)."""
-    connections = (
-        Connection.objects.filter(pk__in=set(connection_ids))
-        .select_related("zone")
-        .prefetch_related("projects")
-    )
-    return {c.pk: agent_scope(c) for c in connections}
+    """The scopes of several connections (the consolidator's batch): one query, and one more for
+    the project lists of those limited to some, both compiled once per process."""
+    connections = cast(list[Connection], _connections_by_pk.objects(sorted(set(connection_ids))))
+    limited: dict[int, set[int]] = {c.pk: set() for c in connections if not c.all_projects}
+    for connection_id, project_id in _connection_projects.rows(sorted(limited)):
+        limited[connection_id].add(project_id)
+    return {c.pk: _scope(c, frozenset(limited[c.pk]) if c.pk in limited else None, None) for c in connections}
+
+
+_connections_by_pk = PreparedObjects(
+    lambda connection_ids: Connection.objects.filter(pk__in=connection_ids).select_related("zone")
+)
+_connection_projects = Prepared(
+    lambda connection_ids: Connection.projects.through.objects.filter(
+        connection_id__in=connection_ids
+    ).values_list("connection_id", "project_id")
+)
 
 
 def project_catalogue(scope: AgentScope) -> QuerySet[Project]:

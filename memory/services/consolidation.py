@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -37,6 +37,7 @@ from memory.validation import (
 )
 from workspaces.exceptions import UnforgetterError
 from workspaces.models import Project, TrustZone, Workspace
+from workspaces.prepared import Prepared, PreparedObjects, PreparedUpdate
 from workspaces.scope import AgentScope
 from workspaces.selectors import agent_scopes
 
@@ -104,32 +105,44 @@ class _Batch:
         # What updates cite, to tell an update that revives an older decision (memory.conflicts).
         refs.update(ref for p in proposals if p.op == Proposal.Op.UPDATE_FACT for ref in _cited(p))
         self.facts: dict[str, Fact] = {
-            f.ref: f for f in Fact.objects.filter(workspace=workspace, ref__in=refs)
+            f.ref: f for f in cast(list[Fact], _batch_facts.objects(workspace.pk, sorted(refs)))
         }
-        digests = {p.content_digest for p in proposals}
-        self.rejected = set(
-            Proposal.objects.filter(
-                workspace=workspace,
-                status=Proposal.Status.REJECTED,
-                reason__in=_CONTENT_REASONS,
-                content_digest__in=digests,
-            ).values_list("content_digest", flat=True)
-        )
-        self.zone_review: dict[str, str] = dict(
-            TrustZone.objects.filter(workspace=workspace, name__in={p.zone for p in proposals}).values_list(
-                "name", "review"
-            )
-        )
+        digests = sorted({p.content_digest for p in proposals})
+        self.rejected = {digest for (digest,) in _rejected_digests.rows(workspace.pk, digests)}
+        zones = sorted({p.zone for p in proposals})
+        self.zone_review: dict[str, str] = dict(_zone_reviews.rows(workspace.pk, zones))
         # Each proposal is decided under its credential's authority as it is now, not as it was
         # when the proposal was made: a narrowed or revoked credential gets no write through.
         self.now = now
         self.scopes: dict[int, AgentScope] = agent_scopes(
             p.connection_id for p in proposals if p.connection_id is not None
         )
+        project_ids = sorted({p.project_id for p in proposals})
         self.projects: dict[int, Project] = {
-            p.pk: p for p in Project.objects.filter(pk__in={p.project_id for p in proposals})
+            p.pk: p for p in cast(list[Project], _batch_projects.objects(project_ids))
         }
         self.touched_projects: set[int] = set()
+
+
+# What every batch reads, compiled once per process and shape (workspaces.prepared): under
+# propose load batches are small and many, and building these queries cost more than running them.
+_batch_facts = PreparedObjects(
+    lambda workspace_id, refs: Fact.objects.filter(workspace_id=workspace_id, ref__in=refs)
+)
+_rejected_digests = Prepared(
+    lambda workspace_id, digests: Proposal.objects.filter(
+        workspace_id=workspace_id,
+        status=Proposal.Status.REJECTED,
+        reason__in=sorted(_CONTENT_REASONS),
+        content_digest__in=digests,
+    ).values_list("content_digest")
+)
+_zone_reviews = Prepared(
+    lambda workspace_id, names: TrustZone.objects.filter(
+        workspace_id=workspace_id, name__in=names
+    ).values_list("name", "review")
+)
+_batch_projects = PreparedObjects(lambda project_ids: Project.objects.filter(pk__in=project_ids))
 
 
 def _cited(proposal: Proposal) -> list[str]:
@@ -297,7 +310,7 @@ class _Decisions:
                 continue
             # Status and time are the same for the whole group: one UPDATE. Only the signals differ
             # row by row, and bulk_update's CASE per field is costly: it gets that one field alone.
-            Proposal.objects.filter(pk__in=[p.pk for p in group]).update(status=status, decided_at=now)
+            _decided.update([p.pk for p in group], status=status, decided_at=now)
             flagged = [p for p in group if p.signals]
             for proposal in group:
                 proposal.status, proposal.decided_at = status, now
@@ -308,8 +321,16 @@ class _Decisions:
                 self.rejected, ["status", "reason", "reason_detail", "decided_at", "signals"], batch_size=500
             )
         if self.items:
+            # bulk_create, not a PreparedInsert: on PostgreSQL it sends a column's values as one
+            # array (UNNEST), cheaper for a full batch, and no dearer measured for a small one.
             Fact.objects.bulk_create(self.items, batch_size=500)
             prints_record(self.items)
+
+
+# A batch's decisions and its watermark, written with SQL built once per process and row count
+# (workspaces.prepared).
+_decided = PreparedUpdate(Proposal, ["status", "decided_at"])
+_watermark_advance = PreparedUpdate(Watermark, ["seq", "updated_at"])
 
 
 def _consolidate_one(
@@ -339,6 +360,36 @@ def _consolidate_one(
     report.published += 1
 
 
+# The claim, with SKIP LOCKED or (`wait`) waiting for the holder. of=self: the joined workspace row
+# must stay free, or submissions would queue behind the whole batch instead of only its closing
+# publication. Both compiled once per process, as is the batch's read of its proposals.
+_watermark_claim = {
+    wait: PreparedObjects(
+        lambda workspace_id, wait=wait: (
+            Watermark.objects.select_for_update(skip_locked=not wait, of=("self",))
+            .select_related("workspace")
+            .filter(workspace_id=workspace_id)
+        )
+    )
+    for wait in (False, True)
+}
+_proposals_by_size: dict[int, PreparedObjects] = {}
+
+
+def _batch_proposals(size: int) -> PreparedObjects:
+    """The next `size` proposals past a watermark, locked (so an owner's review waits for the batch)."""
+    prepared = _proposals_by_size.get(size)
+    if prepared is None:
+        prepared = _proposals_by_size[size] = PreparedObjects(
+            lambda workspace_id, after: (
+                Proposal.objects.select_for_update(of=("self",))
+                .filter(workspace_id=workspace_id, seq__gt=after)
+                .order_by("seq")[:size]
+            )
+        )
+    return prepared
+
+
 def proposal_consolidate(
     *, workspace_id: int, batch_size: int | None = None, wait: bool = False
 ) -> ConsolidationReport:
@@ -352,31 +403,35 @@ def proposal_consolidate(
     """
     size = batch_size or settings.UNFORGETTER["CONSOLIDATION_BATCH"]
     report = ConsolidationReport()
+    if _batch_claim(workspace_id=workspace_id, size=size, wait=wait, report=report):
+        return report
+    # Nothing claimed: another worker holds the watermark, or the workspace has none yet. Created
+    # outside the batch's transaction, so a deleted workspace fails here (its foreign key is
+    # checked at commit on PostgreSQL), and only on a workspace's first batch.
+    if Watermark.objects.filter(workspace_id=workspace_id).exists():
+        report.busy = True
+        return report
     try:
         Watermark.objects.get_or_create(workspace_id=workspace_id)
     except IntegrityError:
         return report  # the workspace was deleted after this task was queued: nothing to do
+    if not _batch_claim(workspace_id=workspace_id, size=size, wait=wait, report=report):
+        report.busy = True
+    return report
+
+
+def _batch_claim(*, workspace_id: int, size: int, wait: bool, report: ConsolidationReport) -> bool:
+    """Claim the workspace's watermark and consolidate the batch past it; False if not claimed."""
     with transaction.atomic():
-        watermark = (
-            # of=self: the joined workspace row must stay free, or submissions would queue behind
-            # the whole batch instead of only its closing publication.
-            Watermark.objects.select_for_update(skip_locked=not wait, of=("self",))
-            .select_related("workspace")
-            .filter(workspace_id=workspace_id)
-            .first()
-        )
-        if watermark is None:
-            report.busy = True
-            return report
+        claimed = cast(list[Watermark], _watermark_claim[wait].objects(workspace_id))
+        if not claimed:
+            return False
+        watermark = claimed[0]
         # Everything past the watermark has committed: seq is allocated under the workspace lock
         # and committed before the next one is allocated, so no lower seq can appear later.
-        proposals = list(
-            Proposal.objects.select_for_update(of=("self",))
-            .filter(workspace_id=workspace_id, seq__gt=watermark.seq)
-            .order_by("seq")[:size]
-        )
+        proposals = cast(list[Proposal], _batch_proposals(size).objects(workspace_id, watermark.seq))
         if not proposals:
-            return report
+            return True
         now = timezone.now()
         batch = _Batch(watermark.workspace, proposals)
         decisions = _Decisions()
@@ -390,11 +445,11 @@ def proposal_consolidate(
         decisions.write(now)
         watermark.seq = proposals[-1].seq
         watermark.updated_at = now
-        watermark.save(update_fields=["seq", "updated_at"])
+        _watermark_advance.update([watermark.pk], seq=watermark.seq, updated_at=now)
         if report.published:
             project_touch(project_ids=batch.touched_projects, now=now)
             publication_record(workspace=watermark.workspace, published_count=report.published, changed=True)
-    return report
+    return True
 
 
 def consolidation_run(
@@ -417,9 +472,15 @@ def consolidation_run(
 
 def workspaces_pending() -> list[int]:
     """Workspaces with proposals the consolidator has not reached (a small partial index)."""
-    return list(
+    return [workspace_id for (workspace_id,) in _pending.rows()]
+
+
+# Read on every cycle of every consolidator: compiled once per process.
+_pending = Prepared(
+    lambda: (
         Proposal.objects.filter(status__in=Proposal.Status.pending())
-        .values_list("workspace_id", flat=True)
+        .values_list("workspace_id")
         .distinct()
         .order_by()
     )
+)

@@ -14,6 +14,7 @@ from memory.models import Fact, Kind, Taint, text_digest
 from memory.refs import new_ref
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import DataClass, Project
+from workspaces.prepared import PreparedUpdate
 
 
 class FactRow(NamedTuple):
@@ -98,7 +99,11 @@ def fact_create(**kwargs: Any) -> Fact:
 
 def project_touch(*, project_ids: Iterable[int], now: datetime | None = None) -> None:
     """Mark projects as changed now: `updated_at` is what list_projects shows agents."""
-    Project.objects.filter(pk__in=list(project_ids)).update(updated_at=now or timezone.now())
+    _touch.update(sorted(project_ids), updated_at=now or timezone.now())
+
+
+# Every batch the consolidator publishes touches its projects: SQL built once per process.
+_touch = PreparedUpdate(Project, ["updated_at"])
 
 
 # The workspace and project, then FactRow's fields in order, then what follows from them.

@@ -376,13 +376,18 @@ def _prepare(reads: _Reads, change: ProposedChange) -> Submitted:
     return Submitted(proposal=proposal)
 
 
-# The two reads every proposal makes, compiled once per process (workspaces.prepared).
+# The reads every proposal makes, compiled once per process (workspaces.prepared); the lock and
+# the ledger's head are read by every publication too (memory.services.publishing).
 _replays_stored = Prepared(
     lambda workspace_id, actor, request_ids: Proposal.objects.filter(
         workspace_id=workspace_id, actor=actor, request_id__in=request_ids
     ).values_list("request_id", "pk")
 )
-_ledger_head = Prepared(
+# The lock that orders a workspace's proposals and publications (see _store, publication_record).
+workspace_lock = Prepared(
+    lambda workspace_id: Workspace.objects.select_for_update().filter(pk=workspace_id).values_list("pk")
+)
+ledger_head = Prepared(
     lambda workspace_id: (
         Proposal.objects.filter(workspace_id=workspace_id)
         .order_by("-seq")
@@ -401,9 +406,9 @@ def _store(workspace_id: int, proposals: Sequence[Proposal]) -> None:
         # The workspace row's lock orders every insert of this workspace: seq and the previous
         # attestation are read under it and the insert commits before the next writer reads.
         # (SQLite has no row locks: its IMMEDIATE transactions already take the one write lock.)
-        if db_connection.features.has_select_for_update:
-            Workspace.objects.select_for_update().filter(pk=workspace_id).values_list("pk", flat=True).get()
-        last = _ledger_head.rows(workspace_id)
+        if db_connection.features.has_select_for_update and not workspace_lock.rows(workspace_id):
+            raise Workspace.DoesNotExist("The workspace was deleted.")
+        last = ledger_head.rows(workspace_id)
         seq, previous = last[0] if last else (0, "")
         for proposal in proposals:
             seq += 1

@@ -8,9 +8,10 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from memory.models import ContextRequest, Proposal, Publication
+from memory.models import ContextRequest, Publication
+from memory.services.proposals import ledger_head, workspace_lock
 from workspaces.models import Project, Workspace
-from workspaces.prepared import PreparedInsert
+from workspaces.prepared import Prepared, PreparedInsert
 from workspaces.scope import AgentScope
 
 # Heartbeat publications (nothing changed) older than this are pruned; changed ones are kept.
@@ -25,7 +26,9 @@ def publication_bootstrap(*, workspace: Workspace) -> Publication:
     return publication
 
 
-@transaction.atomic
+# savepoint=False: every caller's transaction ends with this, and none catches its errors; a
+# savepoint would cost two more round trips on every batch the consolidator publishes.
+@transaction.atomic(savepoint=False)
 def publication_record(
     *, workspace: Workspace, published_count: int = 0, changed: bool = False
 ) -> Publication:
@@ -36,30 +39,34 @@ def publication_record(
     are keyed by it, so a change invalidates them everywhere and a heartbeat does not. The ledger's
     head at this moment is recorded too, so `verify_ledger` can tell when newest proposals vanish.
     """
-    Workspace.objects.select_for_update().filter(pk=workspace.pk).values_list("pk", flat=True).get()
-    latest = (
-        Publication.objects.filter(workspace=workspace)
-        .order_by("-version")
-        .values_list("version", "content_version")
-        .first()
-    )
-    version = (latest[0] if latest else 0) + 1
-    content_version = version if changed or not latest else (latest[1] or latest[0])
-    head = (
-        Proposal.objects.filter(workspace=workspace)
-        .order_by("-seq")
-        .values_list("seq", "attestation")
-        .first()
-    )
-    return Publication.objects.create(
+    if not workspace_lock.rows(workspace.pk):
+        raise Workspace.DoesNotExist("The workspace was deleted.")
+    latest = _latest_publication.rows(workspace.pk)
+    version = (latest[0][0] if latest else 0) + 1
+    content_version = version if changed or not latest else (latest[0][1] or latest[0][0])
+    head = ledger_head.rows(workspace.pk)
+    publication = Publication(
         workspace=workspace,
         version=version,
         published_count=published_count,
         changed=changed,
         content_version=content_version,
-        ledger_seq=head[0] if head else 0,
-        ledger_head=head[1] if head else "",
+        ledger_seq=head[0][0] if head else 0,
+        ledger_head=head[0][1] if head else "",
     )
+    _publication_insert.insert([publication])
+    return publication
+
+
+# Every batch the consolidator publishes runs these: compiled once per process (workspaces.prepared).
+_latest_publication = Prepared(
+    lambda workspace_id: (
+        Publication.objects.filter(workspace_id=workspace_id)
+        .order_by("-version")
+        .values_list("version", "content_version")[:1]
+    )
+)
+_publication_insert = PreparedInsert(Publication)
 
 
 def publication_heartbeat(*, now: datetime | None = None) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from memory.models import ContextRequest, Fact, Proposal
 from memory.refs import new_proposal_ref
@@ -13,7 +14,7 @@ from memory.services import proposal_submit
 from tests.conftest import Tenant
 from tests.readpath import add_item
 from workspaces.models import Connection
-from workspaces.prepared import Prepared, PreparedInsert, PreparedObjects
+from workspaces.prepared import Prepared, PreparedInsert, PreparedObjects, PreparedUpdate
 from workspaces.selectors import agent_scope
 
 pytestmark = pytest.mark.django_db
@@ -182,3 +183,30 @@ def test_an_insert_ignoring_conflicts_keeps_the_first_row_of_a_unique_key(tenant
     stored = ContextRequest.objects.get(context_id="ctx_same")
     assert (stored.task, stored.refs, stored.publication_version) == ("first", ["fact_a", "fact_b"], 3)
     assert stored.created_at is not None
+
+
+def test_an_update_sets_the_values_on_exactly_the_rows_named_as_the_orm_would(tenant: Tenant) -> None:
+    _, connection = tenant.issue(actor="claude@tests")
+    for i in range(4):
+        proposal_submit(
+            scope=agent_scope(connection),
+            project_id="platform",
+            request_id=f"prepared-update-{i}",
+            op="add_fact",
+            text=f"Deploy window {i} is Tuesday.",
+            evidence=[{"ref": "docs/deploy.md", "trust": "trusted"}],
+        )
+    proposals = list(Proposal.objects.filter(request_id__startswith="prepared-update-").order_by("seq"))
+    chosen, others = proposals[:3], proposals[3:]
+    decided_at = timezone.now()
+    update = PreparedUpdate(Proposal, ["status", "decided_at"])
+    assert update.update([p.pk for p in chosen], status=Proposal.Status.PUBLISHED, decided_at=decided_at) == 3
+    assert update.update([], status=Proposal.Status.PUBLISHED, decided_at=decided_at) == 0
+    for p in chosen:
+        stored = Proposal.objects.get(pk=p.pk)
+        assert (stored.status, stored.decided_at) == (Proposal.Status.PUBLISHED, decided_at)
+    for p in others:
+        stored = Proposal.objects.get(pk=p.pk)
+        assert (stored.status, stored.decided_at) == (p.status, p.decided_at)
+    with pytest.raises(TypeError, match="exactly the fields"):
+        update.update([chosen[0].pk], status=Proposal.Status.PUBLISHED)
