@@ -137,9 +137,7 @@ class DirectToolCalls:
         """The JSON-RPC response the SDK's transport writes for `result` in the call's era."""
         if call.version in MODERN_PROTOCOL_VERSIONS:
             # The modern entry: dumped with the stdlib, the server's identity stamped last.
-            result["_meta"] = {SERVER_INFO_META_KEY: self.server_info}
-            response = {"jsonrpc": "2.0", "id": call.request_id, "result": result}
-            return json.dumps(response, separators=(",", ":")).encode()
+            return results.modern_response(call.request_id, result, {SERVER_INFO_META_KEY: self.server_info})
         # The handshake era's result surface has no resultType; the transport dumps with pydantic.
         del result["resultType"]
         return pydantic_core.to_json({"jsonrpc": "2.0", "id": call.request_id, "result": result})

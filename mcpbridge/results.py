@@ -30,8 +30,12 @@ def error(exc: UnforgetterError) -> CallToolResult:
     )
 
 
+class _OkWire(dict[str, Any]):
+    """An `ok_wire` result: its text is its structured content's JSON (`_text`)."""
+
+
 def ok_wire(payload: Mapping[str, Any]) -> dict[str, Any]:
-    return _wire(_text(payload), dict(payload), is_error=False)
+    return _OkWire(_wire(_text(payload), dict(payload), is_error=False))
 
 
 def error_wire(exc: UnforgetterError) -> dict[str, Any]:
@@ -61,3 +65,36 @@ class InternalError(UnforgetterError):
     code = "internal_error"
     action = "Retry in a moment; if it keeps failing, tell the workspace owner."
     http_status = 500
+
+
+def modern_response(request_id: str | int, result: dict[str, Any], meta: dict[str, Any]) -> bytes:
+    """The JSON-RPC response of a 2026-07-28 wire result with its `_meta`, byte for byte what
+    `json.dumps(response, separators=(",", ":"))` gives.
+
+    A result of `ok_wire` carries its structured content twice, once as the text: where that
+    text is ASCII it is already the structured content's compact JSON (`ensure_ascii` changes
+    nothing else), so it is written in as it is instead of being encoded again (a bundle is
+    about 20 KB of JSON).
+    """
+    text = _ok_text(result)
+    if text is None:
+        response = {"jsonrpc": "2.0", "id": request_id, "result": {**result, "_meta": meta}}
+        return json.dumps(response, separators=(",", ":")).encode()
+    dumps = json.dumps
+    return (
+        f'{{"jsonrpc":"2.0","id":{dumps(request_id)},"result":{{"content":[{{"text":{dumps(text)},'
+        f'"type":"text"}}],"isError":false,"resultType":"complete","structuredContent":{text},'
+        f'"_meta":{dumps(meta, separators=(",", ":"))}}}}}'
+    ).encode()
+
+
+def _ok_text(result: dict[str, Any]) -> str | None:
+    """The text of an `ok_wire` result where it is its structured content's JSON as the response
+    writes it (ASCII: `ensure_ascii` changes nothing), else None."""
+    if not isinstance(result, _OkWire) or list(result) != _OK_KEYS:
+        return None
+    text: str = result["content"][0]["text"]
+    return text if text.isascii() else None
+
+
+_OK_KEYS = ["content", "isError", "resultType", "structuredContent"]

@@ -1,0 +1,45 @@
+"""The direct path's response bytes: exactly what dumping the whole response would give."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from mcpbridge import results
+from workspaces.exceptions import InvalidRequest
+
+META = {"io.modelcontextprotocol/serverInfo": {"name": "unforgetter", "version": "1.0"}}
+PAYLOADS: list[dict[str, Any]] = [
+    {"projects": []},
+    {"task": 'Retry "invoice-worker" 5 times\n\tthen back off \\ 2x', "score": 0.1 + 0.2, "n": 10**20},
+    {"facts": [{"text": "Déployer à 17 h — ≥ 3 replicas 🚀", "taint": None, "ok": True}]},
+    {"text": "control \x00\x1f and \u2028 line separators", "nested": {"a": [1, 2.5e-07, False]}},
+]
+
+
+def _dumped(request_id: str | int, result: dict[str, Any]) -> bytes:
+    response = {"jsonrpc": "2.0", "id": request_id, "result": {**result, "_meta": META}}
+    return json.dumps(response, separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+@pytest.mark.parametrize("request_id", [7, 'req-\u00e9"1'])
+def test_an_ok_result_is_written_as_the_whole_response_would_be_dumped(
+    payload: dict[str, Any], request_id: str | int
+) -> None:
+    assert results.modern_response(request_id, results.ok_wire(payload), META) == _dumped(
+        request_id, results.ok_wire(payload)
+    )
+
+
+def test_an_error_result_is_dumped_whole() -> None:
+    wire = results.error_wire(InvalidRequest("query must contain words to search for."))
+    assert results.modern_response(3, wire, META) == _dumped(3, wire)
+
+
+def test_a_result_changed_after_it_was_made_is_dumped_whole() -> None:
+    wire = results.ok_wire({"projects": []})
+    del wire["resultType"]
+    assert results.modern_response(3, wire, META) == _dumped(3, wire)
