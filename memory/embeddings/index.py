@@ -56,8 +56,8 @@ def sign_bits(vectors: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(packed).view(np.uint64)
 
 
-# Filters whose rows an index keeps (a few per credential kind; cleared when full): 100 KB each
-# at 100,000 rows.
+# Filters whose rows an index keeps (a few per credential kind; cleared when full): 100-200 KB
+# each at 100,000 rows.
 MAX_FILTERS = 16
 
 
@@ -71,7 +71,8 @@ class VectorIndex:
     kinds: np.ndarray  # uint8 kind codes
     classes: np.ndarray  # uint8 data class codes
     _by_id: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
-    # The rows each (kinds, classes) filter lets through: a credential asks with the same few.
+    # The rows each (kinds, classes) filter lets through, and the distance floor it sets each row
+    # (`_pushed_past`): a credential asks with the same few.
     _allowed: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
@@ -91,11 +92,11 @@ class VectorIndex:
         shortlist = max(limit * RESCORE, MIN_SHORTLIST)
         if len(candidates) > max(EXACT_ROWS, shortlist):
             # Every row's distance (cheaper than gathering the allowed ones first); rows not
-            # allowed are pushed past any real distance.
+            # allowed are pushed past any real distance, and more than `shortlist` rows are.
             distance = _hamming(self.signs, sign_bits(q[None, :])[0])
-            distance[~allowed] = np.iinfo(np.uint16).max
-            candidates = np.argpartition(distance, shortlist - 1)[:shortlist]
-            candidates = candidates[allowed[candidates]]
+            bits = self.signs.shape[0] * 64
+            np.maximum(distance, self._pushed_past(kinds, classes, allowed, bits + 1), out=distance)
+            candidates = _nearest_rows(distance, shortlist, bits + 2)
         # Not `@`: OpenBLAS would spread this product over threads that spin against the other
         # workers' (16 ms instead of 0.5 for 4,000 rows on a loaded 2-core machine).
         scores = np.einsum("ij,j->i", self.codes[candidates].astype(np.float32), q) * self.scales[candidates]
@@ -116,6 +117,19 @@ class VectorIndex:
             self._allowed[key] = allowed
         return allowed
 
+    def _pushed_past(
+        self, kinds: Collection[str] | None, classes: Collection[str], allowed: np.ndarray, far: int
+    ) -> np.ndarray:
+        """Per row, 0 where the filter allows it, else `far` (uint16): a distance's floor."""
+        key = ("pushed", None if kinds is None else tuple(sorted(kinds)), tuple(sorted(classes)), far)
+        pushed = self._allowed.get(key)
+        if pushed is None:
+            pushed = np.where(allowed, 0, far).astype(np.uint16)
+            if len(self._allowed) >= MAX_FILTERS:
+                self._allowed.clear()
+            self._allowed[key] = pushed
+        return pushed
+
     def vectors_of(self, fact_ids: Collection[int]) -> dict[int, np.ndarray]:
         """The stored vectors of these facts (those that have one), as float32."""
         if self._by_id is None:
@@ -128,6 +142,17 @@ class VectorIndex:
         wanted = np.sort(order[at[sorted_ids[at] == asked]]) if len(sorted_ids) else np.zeros(0, np.int64)
         vectors = self.codes[wanted].astype(np.float32) * self.scales[wanted, None]
         return {int(self.ids[i]): v for i, v in zip(wanted, vectors, strict=True)}
+
+
+def _nearest_rows(distance: np.ndarray, count: int, values: int) -> np.ndarray:
+    """The `count` rows of smallest distance (integers below `values`), ties at the farthest
+    distance taken in row order. Distances are a few hundred small integers: counted in one
+    pass rather than partitioned (0.3 ms against 0.9 for 100,000 rows)."""
+    within = np.cumsum(np.bincount(distance, minlength=values))
+    farthest = int(np.searchsorted(within, count))  # the count-th nearest row's distance
+    below = np.flatnonzero(distance < farthest)
+    at = np.flatnonzero(distance == farthest)[: count - len(below)]
+    return np.concatenate([below, at])
 
 
 def _hamming(signs: np.ndarray, query: np.ndarray) -> np.ndarray:

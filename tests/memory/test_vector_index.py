@@ -1,10 +1,16 @@
-"""The in-process vector index's arithmetic: sign-bit distances and reading vectors back by fact id."""
+"""The in-process vector index's arithmetic: sign-bit distances, the shortlist they pick, the
+nearest rows a filter allows, and reading vectors back by fact id."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from memory.embeddings.index import VectorIndex, _empty, _hamming, index_of, sign_bits
+from memory.codes import CLASSES, KINDS, code
+from memory.embeddings import index as vector_index
+from memory.embeddings.index import VectorIndex, _empty, _hamming, _nearest_rows, index_of, sign_bits
+from memory.models import Kind
+from workspaces.models import DataClass
 
 
 def _index(rows: int, seed: int = 7) -> tuple[VectorIndex, np.ndarray]:
@@ -35,3 +41,48 @@ def test_vectors_are_read_back_by_fact_id_and_unknown_ids_are_left_out() -> None
         assert np.array_equal(found[int(index.ids[row])], expected)
     assert index.vectors_of([]) == {}
     assert _empty(0).vectors_of([1, 2]) == {}
+
+
+def test_the_shortlist_is_the_rows_of_smallest_distance_ties_in_row_order() -> None:
+    rng = np.random.default_rng(3)
+    distance = rng.integers(0, 40, size=5_000).astype(np.uint16)
+    for count in (1, 37, 256, 4_999):
+        picked = _nearest_rows(distance, count, 41)
+        assert len(picked) == len(set(picked.tolist())) == count
+        # The same distances as a partition picks: every nearer row, then ties at the last one.
+        assert sorted(distance[picked].tolist()) == sorted(distance.tolist())[:count]
+        farthest = distance[picked].max()
+        tied = np.flatnonzero(distance == farthest)
+        assert (
+            picked[distance[picked] == farthest].tolist()
+            == tied[: len(picked[distance[picked] == farthest])].tolist()
+        )
+
+
+def test_above_the_exact_size_the_nearest_allowed_rows_come_from_the_shortlist(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(vector_index, "EXACT_ROWS", 0)
+    monkeypatch.setattr(vector_index, "MIN_SHORTLIST", 16)
+    index, vectors = _index(2_000)
+    # Every third row is confidential; the query is row 4's vector (internal) and row 6's
+    # (confidential) is the same vector: only the allowed one may come back.
+    classes = np.full(2_000, code(CLASSES, DataClass.INTERNAL), np.uint8)
+    classes[::3] = code(CLASSES, DataClass.CONFIDENTIAL)
+    vectors[6] = vectors[4]
+    index = index_of(
+        vectors,
+        ids=index.ids,
+        kinds=np.full(2_000, code(KINDS, Kind.FACT), np.uint8),
+        classes=classes,
+        newest_id=1,
+    )
+    found = index.nearest(vectors[4], limit=5, kinds=[Kind.FACT], classes=[DataClass.INTERNAL])
+    allowed = {int(i) for i in index.ids[classes == code(CLASSES, DataClass.INTERNAL)]}
+    assert len(found) == 5
+    assert {i for i, _ in found} <= allowed
+    assert found[0][0] == int(index.ids[4])
+    assert found[0][1] > 0.99
+    assert int(index.ids[6]) not in {i for i, _ in found}
+    assert [score for _, score in found] == sorted((score for _, score in found), reverse=True)
+    assert index.nearest(vectors[4], limit=5, kinds=[Kind.METHOD], classes=[DataClass.INTERNAL]) == []
