@@ -16,6 +16,7 @@ anything is ranked or shown (see memory.retrieval).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Collection
@@ -71,9 +72,8 @@ class VectorIndex:
     kinds: np.ndarray  # uint8 kind codes
     classes: np.ndarray  # uint8 data class codes
     _by_id: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
-    # The rows each (kinds, classes) filter lets through, and the distance floor it sets each row
-    # (`_pushed_past`): a credential asks with the same few.
-    _allowed: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    # What each (kinds, classes) filter lets through: a credential asks with the same few.
+    _filters: dict[tuple[object, ...], _Filter] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -85,8 +85,8 @@ class VectorIndex:
         if not len(self.ids) or limit <= 0:
             return []
         q = query.astype(np.float32)
-        allowed = self._allowed_rows(kinds, classes)
-        candidates = np.flatnonzero(allowed)
+        allowed = self._filter(kinds, classes)
+        candidates = np.flatnonzero(allowed.rows)
         if not len(candidates):
             return []
         shortlist = max(limit * RESCORE, MIN_SHORTLIST)
@@ -94,9 +94,8 @@ class VectorIndex:
             # Every row's distance (cheaper than gathering the allowed ones first); rows not
             # allowed are pushed past any real distance, and more than `shortlist` rows are.
             distance = _hamming(self.signs, sign_bits(q[None, :])[0])
-            bits = self.signs.shape[0] * 64
-            np.maximum(distance, self._pushed_past(kinds, classes, allowed, bits + 1), out=distance)
-            candidates = _nearest_rows(distance, shortlist, bits + 2)
+            np.maximum(distance, allowed.floor, out=distance)
+            candidates = _nearest_rows(distance, shortlist, allowed.far + 1)
         # Not `@`: OpenBLAS would spread this product over threads that spin against the other
         # workers' (16 ms instead of 0.5 for 4,000 rows on a loaded 2-core machine).
         scores = np.einsum("ij,j->i", self.codes[candidates].astype(np.float32), q) * self.scales[candidates]
@@ -107,28 +106,16 @@ class VectorIndex:
         # Plain Python values, converted whole (per element, numpy's scalars cost 1 µs each).
         return list(zip(self.ids[candidates[top]].tolist(), scores[top].tolist(), strict=True))
 
-    def _allowed_rows(self, kinds: Collection[str] | None, classes: Collection[str]) -> np.ndarray:
+    def _filter(self, kinds: Collection[str] | None, classes: Collection[str]) -> _Filter:
         key = (None if kinds is None else tuple(sorted(kinds)), tuple(sorted(classes)))
-        allowed = self._allowed.get(key)
-        if allowed is None:
-            allowed = lookup(CLASSES, classes)[self.classes] & lookup(KINDS, kinds)[self.kinds]
-            if len(self._allowed) >= MAX_FILTERS:
-                self._allowed.clear()
-            self._allowed[key] = allowed
-        return allowed
-
-    def _pushed_past(
-        self, kinds: Collection[str] | None, classes: Collection[str], allowed: np.ndarray, far: int
-    ) -> np.ndarray:
-        """Per row, 0 where the filter allows it, else `far` (uint16): a distance's floor."""
-        key = ("pushed", None if kinds is None else tuple(sorted(kinds)), tuple(sorted(classes)), far)
-        pushed = self._allowed.get(key)
-        if pushed is None:
-            pushed = np.where(allowed, 0, far).astype(np.uint16)
-            if len(self._allowed) >= MAX_FILTERS:
-                self._allowed.clear()
-            self._allowed[key] = pushed
-        return pushed
+        found = self._filters.get(key)
+        if found is None:
+            rows = lookup(CLASSES, classes)[self.classes] & lookup(KINDS, kinds)[self.kinds]
+            found = _Filter(rows, far=self.signs.shape[0] * 64 + 1)
+            if len(self._filters) >= MAX_FILTERS:
+                self._filters.clear()
+            self._filters[key] = found
+        return found
 
     def vectors_of(self, fact_ids: Collection[int]) -> dict[int, np.ndarray]:
         """The stored vectors of these facts (those that have one), as float32."""
@@ -142,6 +129,19 @@ class VectorIndex:
         wanted = np.sort(order[at[sorted_ids[at] == asked]]) if len(sorted_ids) else np.zeros(0, np.int64)
         vectors = self.codes[wanted].astype(np.float32) * self.scales[wanted, None]
         return {int(self.ids[i]): v for i, v in zip(wanted, vectors, strict=True)}
+
+
+class _Filter:
+    """The rows one filter lets through, and the floor it sets each row's sign-bit distance."""
+
+    def __init__(self, rows: np.ndarray, *, far: int) -> None:
+        self.rows = rows  # bool per row
+        self.far = far  # past any real distance
+
+    @functools.cached_property
+    def floor(self) -> np.ndarray:
+        """0 for a row let through, else `far` (uint16): hidden rows are never among the nearest."""
+        return np.where(self.rows, 0, self.far).astype(np.uint16)
 
 
 def _nearest_rows(distance: np.ndarray, count: int, values: int) -> np.ndarray:

@@ -26,17 +26,22 @@ def _by_request(workspace_id: int, actor: str, request_ids: list[str]) -> Any:
     ).values_list("request_id", "seq")
 
 
-def test_rows_match_the_querysets_for_scalars_and_lists_of_any_length(tenant: Tenant) -> None:
+def _four_proposals(tenant: Tenant, prefix: str) -> None:
+    """Proposals `{prefix}0` .. `{prefix}3`, made by claude@tests in platform."""
     _, connection = tenant.issue(actor="claude@tests")
     for i in range(4):
         proposal_submit(
             scope=agent_scope(connection),
             project_id="platform",
-            request_id=f"prepared-{i}",
+            request_id=f"{prefix}{i}",
             op="add_fact",
             text=f"Service {i} exposes /healthz.",
             evidence=[{"ref": f"runbooks/{i}.md", "trust": "trusted"}],
         )
+
+
+def test_rows_match_the_querysets_for_scalars_and_lists_of_any_length(tenant: Tenant) -> None:
+    _four_proposals(tenant, "prepared-")
     prepared = Prepared(_by_request)
     workspace = tenant.workspace.pk
     for wanted in (["prepared-1"], ["prepared-0", "prepared-3", "absent-1"], [], ["prepared-2"] * 2):
@@ -186,16 +191,7 @@ def test_an_insert_ignoring_conflicts_keeps_the_first_row_of_a_unique_key(tenant
 
 
 def test_an_update_sets_the_values_on_exactly_the_rows_named_as_the_orm_would(tenant: Tenant) -> None:
-    _, connection = tenant.issue(actor="claude@tests")
-    for i in range(4):
-        proposal_submit(
-            scope=agent_scope(connection),
-            project_id="platform",
-            request_id=f"prepared-update-{i}",
-            op="add_fact",
-            text=f"Deploy window {i} is Tuesday.",
-            evidence=[{"ref": "docs/deploy.md", "trust": "trusted"}],
-        )
+    _four_proposals(tenant, "prepared-update-")
     proposals = list(Proposal.objects.filter(request_id__startswith="prepared-update-").order_by("seq"))
     chosen, others = proposals[:3], proposals[3:]
     decided_at = timezone.now()
