@@ -96,9 +96,8 @@ class VectorIndex:
             distance = _hamming(self.signs, sign_bits(q[None, :])[0])
             np.maximum(distance, allowed.floor, out=distance)
             candidates = _nearest_rows(distance, shortlist, allowed.far + 1)
-        # Not `@`: OpenBLAS would spread this product over threads that spin against the other
-        # workers' (16 ms instead of 0.5 for 4,000 rows on a loaded 2-core machine).
-        scores = np.einsum("ij,j->i", self.codes[candidates].astype(np.float32), q) * self.scales[candidates]
+        rows = self.codes if len(candidates) == len(self.ids) else self.codes[candidates]
+        scores = _dot(rows, q) * self.scales[candidates]
         count = min(limit, len(candidates))
         top = np.argpartition(-scores, count - 1)[:count]
         # Best first; equal scores go to the newest item, as the lexical ranking breaks ties.
@@ -153,6 +152,27 @@ def _nearest_rows(distance: np.ndarray, count: int, values: int) -> np.ndarray:
     below = np.flatnonzero(distance < farthest)
     at = np.flatnonzero(distance == farthest)[: count - len(below)]
     return np.concatenate([below, at])
+
+
+# Rows converted to float32 at a time for scoring: 1.5 MB, within a core's cache.
+SCORE_ROWS = 1024
+
+
+def _dot(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Each int8 row's dot product with the float32 query, a block of rows at a time.
+
+    Converting every row at once wrote a float32 copy of them all through main memory (15 MB at
+    10,000 rows); a block stays in the cache, and BLAS's matrix-vector product on it is 2.3 times
+    faster than the whole copy's einsum (0.76 ms against 1.77 at 10,000 rows). BLAS runs on one
+    thread per process (unforgetter.settings), so the product spins no pool beside the requests.
+    """
+    out = np.empty(len(codes), np.float32)
+    block = np.empty((min(SCORE_ROWS, len(codes)), codes.shape[1]), np.float32)
+    for start in range(0, len(codes), SCORE_ROWS):
+        part = codes[start : start + SCORE_ROWS]
+        np.copyto(block[: len(part)], part)
+        np.dot(block[: len(part)], query, out=out[start : start + len(part)])
+    return out
 
 
 def _hamming(signs: np.ndarray, query: np.ndarray) -> np.ndarray:

@@ -86,3 +86,22 @@ def test_above_the_exact_size_the_nearest_allowed_rows_come_from_the_shortlist(
     assert int(index.ids[6]) not in {i for i, _ in found}
     assert [score for _, score in found] == sorted((score for _, score in found), reverse=True)
     assert index.nearest(vectors[4], limit=5, kinds=[Kind.METHOD], classes=[DataClass.INTERNAL]) == []
+
+
+@pytest.mark.parametrize("rows", [1, 1_024, 2_500])
+def test_exactly_scored_rows_are_the_best_by_their_int8_codes_with_or_without_a_filter(rows: int) -> None:
+    """Below EXACT_ROWS every allowed row is scored (a block of rows at a time): the result is
+    the brute-force ranking of the quantised vectors, whole blocks and a partial last one alike."""
+    index, vectors = _index(rows)
+    classes = np.full(rows, code(CLASSES, DataClass.INTERNAL), np.uint8)
+    classes[1::4] = code(CLASSES, DataClass.CONFIDENTIAL)
+    index = index_of(vectors, ids=index.ids, kinds=np.zeros(rows, np.uint8), classes=classes, newest_id=1)
+    query = np.random.default_rng(11).standard_normal(384).astype(np.float32)
+    query /= np.linalg.norm(query)
+    scores = (index.codes.astype(np.float64) @ query.astype(np.float64)) * index.scales
+    for allowed in ([DataClass.INTERNAL, DataClass.CONFIDENTIAL], [DataClass.INTERNAL]):
+        keep = np.isin(classes, [code(CLASSES, c) for c in allowed])
+        found = index.nearest(query, limit=20, kinds=None, classes=allowed)
+        expected = np.flatnonzero(keep)[np.argsort(-scores[keep], kind="stable")][:20]
+        assert [i for i, _ in found] == index.ids[expected].tolist()
+        assert np.allclose([s for _, s in found], scores[expected], atol=1e-5)
