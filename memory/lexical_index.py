@@ -258,12 +258,7 @@ class LexicalIndex:
         # Rows outside the caller's view were scored too (one pass is cheaper than filtering
         # each word's postings); their scores are dropped here, before anything is chosen.
         np.multiply(scores, allowed, out=scores)
-        # The limit-th best score (scores are never negative); everything tied with it stays, for
-        # the tie-break by id. Taken over every row: the common words of a task match most rows,
-        # and gathering the matched ones first cost more than the partition.
-        rows_count = len(scores)
-        cut = np.partition(scores, rows_count - limit)[rows_count - limit] if rows_count > limit else 0.0
-        matched = np.flatnonzero(scores >= cut) if cut > 0 else np.flatnonzero(scores)
+        matched = _best_rows(scores, limit)
         order = np.lexsort((-self.ids[matched], -scores[matched]))[:limit]
         best = matched[order]
         # Plain Python values, and each Hit built as the tuple it is (its __new__ is Python).
@@ -314,6 +309,35 @@ class LexicalIndex:
         wanted = np.fromiter(fact_ids, dtype=np.int64)
         if len(wanted):
             self.dead |= np.isin(self.ids, wanted)
+
+
+# Rows per block whose best score bounds the limit-th best score from below (see _best_rows).
+CUT_BLOCK = 64
+
+
+def _best_rows(scores: np.ndarray, limit: int) -> np.ndarray:
+    """The rows, in order, scoring at least the `limit`-th best score: every row tied with it
+    stays, for the tie-break by id. Scores are never negative; where fewer than `limit` rows
+    score above 0, those rows.
+
+    A partition of every row's score degenerates when most scores are equal, as they are when a
+    short query's words miss most rows (all zero): 10 ms at 100,000 rows against 0.6 for the
+    scores of a task's common words. So the `limit`-th best of the blocks' maxima is found
+    first: `limit` blocks hold a score at least that high, so the `limit`-th best score is no
+    lower, and only the rows at or above it (a few hundred) are partitioned. 0.1 ms either way.
+    """
+    blocks = len(scores) // CUT_BLOCK
+    bound = 0.0
+    if blocks >= limit:
+        maxima = scores[: blocks * CUT_BLOCK].reshape(blocks, CUT_BLOCK).max(axis=1)
+        bound = float(np.partition(maxima, blocks - limit)[blocks - limit])
+    candidates = np.flatnonzero(scores >= bound) if bound > 0 else np.flatnonzero(scores)
+    if len(candidates) <= limit:
+        return candidates
+    values = scores[candidates]
+    cut = np.partition(values, len(values) - limit)[len(values) - limit]
+    best: np.ndarray = candidates[values >= cut]
+    return best
 
 
 _Row = tuple[int, str, str, str, str]  # id, kind, data_class, state, text
