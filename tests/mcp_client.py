@@ -7,6 +7,7 @@ Each call opens a real Streamable HTTP connection to the live server, in either 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import httpx2
@@ -15,6 +16,17 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 MODES = ("legacy", "2026-07-28")
+
+
+def new_second() -> None:
+    """Wait until a wall-clock second has just begun.
+
+    A credential's rate window is a wall-clock second (workspaces.limits): calls made right after
+    this fall in one window however slow the machine is, where calls started at a random moment
+    straddle two windows as often as they take a sizeable part of a second.
+    """
+    while time.time() % 1 > 0.02:
+        time.sleep(0.002)
 
 
 class MCPClient:
@@ -39,10 +51,15 @@ class MCPClient:
 
         return asyncio.run(self._with_client(action))
 
-    def calls(self, requests: list[tuple[str, dict[str, Any]]]) -> list[CallToolResult]:
-        """Several calls over one kept-alive connection."""
+    def calls(
+        self, requests: list[tuple[str, dict[str, Any]]], *, from_new_second: bool = False
+    ) -> list[CallToolResult]:
+        """Several calls over one kept-alive connection; the first one just after a wall-clock
+        second begins with `from_new_second` (once the connection is set up: see new_second)."""
 
         async def action(client: Client) -> list[CallToolResult]:
+            if from_new_second:
+                new_second()
             return [await client.call_tool(tool, args) for tool, args in requests]
 
         return asyncio.run(self._with_client(action))

@@ -15,7 +15,7 @@ from django.test import Client, override_settings
 from memory.query_limits import MAX_NEGATIONS, MAX_TERMS, QueryTooCostly, bounded_query, bounded_rows
 from memory.services import fact_create
 from tests.conftest import Tenant
-from tests.mcp_client import MCPClient
+from tests.mcp_client import MCPClient, new_second
 from workspaces import limits as limits_module
 from workspaces.exceptions import RateLimited
 from workspaces.limits import credential_slot, server_time
@@ -57,7 +57,7 @@ def test_every_tool_refuses_a_credential_over_its_rate_and_spares_another(
     quiet, _ = tenant.issue(actor="quiet@tests")
     with limits(CREDENTIAL_CALLS_PER_SECOND=2):
         # Seven calls within at most two one-second windows: at least three are over the limit.
-        results = mcp_client(noisy).calls([(tool, arguments)] * 7)
+        results = mcp_client(noisy).calls([(tool, arguments)] * 7, from_new_second=True)
         refused = [r for r in results if r.is_error]
         assert len(refused) >= 3
         assert "calls a second" in refusal(refused[0])["message"]
@@ -77,9 +77,7 @@ def test_calls_of_a_credential_already_over_its_rate_are_refused_without_countin
         return original(key, **kwargs)
 
     monkeypatch.setattr(limits_module, "window_hit", counting)
-    # Early in a wall-clock second, so that the calls below fall in one rate window.
-    while time.time() % 1 > 0.3:
-        time.sleep(0.02)
+    new_second()  # so that the calls below fall in one rate window
     with limits(CREDENTIAL_CALLS_PER_SECOND=1):
         limits_module.credential_rate_check(connection_.pk)
         with pytest.raises(RateLimited):
@@ -149,6 +147,7 @@ def test_the_rest_api_answers_429_with_retry_after_over_the_rate(tenant: Tenant)
     token, _ = tenant.issue()
     client = Client(headers={"Authorization": f"Bearer {token}"})
     with limits(CREDENTIAL_CALLS_PER_SECOND=2):
+        new_second()  # seven calls within at most two one-second windows
         responses = [client.get("/api/v1/projects/platform/search/", {"q": "deploy"}) for _ in range(7)]
     refused = [r for r in responses if r.status_code == 429]
     assert len(refused) >= 3
