@@ -63,7 +63,7 @@ class _Kept:
 
     def repeated_by(self, vector: np.ndarray) -> bool:
         count = len(self.vectors)
-        # einsum, not `@`: no BLAS threads for a product this small (see memory.embeddings.index).
+        # einsum over the few vectors kept for these numbers (a handful per bundle).
         rough = np.einsum("ij,j->i", self.matrix[:count], vector)
         near = np.flatnonzero(rough >= DUPLICATE_COSINE - _SURE_MARGIN).tolist()
         return any(float(self.vectors[i] @ vector) >= DUPLICATE_COSINE for i in near)
