@@ -199,6 +199,10 @@ class PreparedObjects(Prepared):
         )
 
 
+# Turns the WAL flush off for the current transaction only (see PreparedInsert.insert_unflushed).
+_NO_FLUSH = "set_config('synchronous_commit', 'off', true)"
+
+
 class PreparedInsert:
     """Inserts new instances of one model as `bulk_create` does, its SQL built once per row count.
 
@@ -208,6 +212,10 @@ class PreparedInsert:
     instances without one; rows go in batches of what the database allows per statement.
     With `ignore_conflicts`, a row that would break a unique constraint is left out (`ON CONFLICT
     DO NOTHING`, as `bulk_create(ignore_conflicts=True)`), and no primary key is set.
+
+    `insert_unflushed` is for rows that record a read, not memory, outside any transaction: on
+    PostgreSQL the statement commits without waiting for its WAL flush (its own transaction's
+    `synchronous_commit` off, set by the statement itself: one round trip).
     """
 
     def __init__(self, model: type[Model], *, using: str = "default", ignore_conflicts: bool = False) -> None:
@@ -217,6 +225,21 @@ class PreparedInsert:
         self._sql: dict[tuple[str, int], str] = {}
 
     def insert(self, instances: Sequence[Model]) -> None:
+        self._insert(instances, unflushed=False)
+
+    def insert_unflushed(self, instances: Sequence[Model]) -> None:
+        """`insert` in autocommit; on PostgreSQL each statement commits without a WAL flush.
+
+        A data-modifying WITH always runs; `set_config(..., true)` lasts for the statement's own
+        transaction, whose commit reads it: only a crash of the database server itself can lose
+        the last fraction of a second of such rows.
+        """
+        connection = connections[self._using]
+        assert self._ignore_conflicts, "no primary keys come back from an unflushed insert"
+        assert not connection.in_atomic_block, "a transaction's commit is its caller's"
+        self._insert(instances, unflushed=connection.vendor == "postgresql")
+
+    def _insert(self, instances: Sequence[Model], *, unflushed: bool) -> None:
         connection = connections[self._using]
         meta = self._model._meta
         fields = [f for f in meta.concrete_fields if f is not meta.pk and not getattr(f, "generated", False)]
@@ -224,8 +247,11 @@ class PreparedInsert:
         for start in range(0, len(instances), size):
             batch = instances[start : start + size]
             params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in batch for f in fields]
+            statement = self._statement(connection.vendor, len(batch), fields)
+            if unflushed:
+                statement = f"WITH _rows AS ({statement}) SELECT {_NO_FLUSH}"
             with connection.cursor() as cursor:
-                cursor.execute(self._statement(connection.vendor, len(batch), fields), params)
+                cursor.execute(statement, params)
                 if not self._ignore_conflicts:
                     for obj, (key,) in zip(batch, cursor.fetchall(), strict=True):
                         obj.pk = key
