@@ -47,6 +47,8 @@ MAX_RECHECKS = 2
 # How deep the two rankings are fused. The fused order is the same whatever page is asked for (so
 # a cursor walks it without repeats); past this depth it goes on with the lexical ranking alone.
 FUSION_DEPTH = 50
+# What a candidate's check reads of its row, unless the caller wants more of the rows it checks.
+CHECK_COLUMNS = ("id", "kind", "state")
 
 Vectors = VectorIndex | ProjectVectors
 # Reads the given columns of the scoped rows with these ids (memory.selectors.agent_rows).
@@ -82,6 +84,7 @@ def hybrid_rank(
     depth: int = FUSION_DEPTH,
     lexical_filter: Callable[[list[Hit]], list[Hit]] | None = None,
     rows_of: RowsOf,
+    columns: tuple[str, ...] = CHECK_COLUMNS,
 ) -> list[Ranked]:
     """The best `limit` current items for the query, best first; ties go to the newest item.
 
@@ -112,23 +115,27 @@ def hybrid_rank(
             limit=wanted + STALE_EXTRA,
         )
 
-    # Words first: the query's vector may still be on its way (prefetch_query_vector).
+    checked = _Checked(rows_of, states, kinds, columns)
+    # Words first, and their candidates checked against the scope: the query's vector may still
+    # be on its way (prefetch_query_vector), and the statement runs meanwhile.
     lexical = ranked_words()
-    semantic = _semantic(vectors, items, data_classes, states, query, kinds, depth) if vectors else []
-    # The vector side offers STALE_MARGIN times what is fused; the first `depth` (and a few more)
-    # are checked with the words' candidates, the rest only if too many of those were stale.
-    checked = [i for i, _ in semantic[: depth + STALE_EXTRA]]
     for attempt in range(MAX_RECHECKS + 1):
         if attempt:
             lexical = ranked_words()
-        current = _current(rows_of, [*(h.fact_id for h in lexical), *checked], states, kinds)
+        current = checked.current([h.fact_id for h in lexical])
         stale = [h.fact_id for h in lexical if h.fact_id not in current]
         index.mark_dead(stale)
         lexical = [h for h in lexical if h.fact_id in current]
         if not stale or len(lexical) >= wanted:
             break
-    if len(checked) < len(semantic) and sum(i in current for i in checked) < depth:
-        current.update(_current(rows_of, [i for i, _ in semantic[len(checked) :]], states, kinds))
+    semantic = _semantic(vectors, items, data_classes, states, query, kinds, depth) if vectors else []
+    # The vector side offers STALE_MARGIN times what is fused; the first `depth` (and a few more)
+    # are checked in one statement (those the words did not already offer), the rest only if
+    # too many of those were stale.
+    first = [i for i, _ in semantic[: depth + STALE_EXTRA]]
+    current = checked.current(first)
+    if len(first) < len(semantic) and sum(i in current for i in first) < depth:
+        current = checked.current([i for i, _ in semantic[len(first) :]])
     if lexical_filter is not None:
         lexical = lexical_filter(lexical)
     new = tuple.__new__  # Hit's own __new__ is Python: hundreds per call
@@ -141,19 +148,44 @@ def hybrid_rank(
     return [*fused, *rest][:limit]
 
 
-def _current(
-    rows_of: RowsOf, fact_ids: list[int], states: Sequence[str], kinds: Collection[str] | None
-) -> dict[int, str]:
-    """The candidates that are current and visible through the caller's scope, with their kind.
+class _Checked:
+    """The candidates checked so far against the caller's scope, and those found current.
 
-    The scope is the statement's; states and kinds are checked here, so that the statement is
-    a primary-key lookup per candidate (with a kind filter and the default ordering, SQLite
-    would walk the project's (state, kind) index and sort instead: 12 ms at 100,000 items).
+    `rows_of` reads `columns` (which hold "id", "kind" and "state") of the scoped rows; each id
+    is read once per ranking, in one statement per `current` call that meets new ids. The scope
+    is the statement's; states and kinds are checked here, so that the statement is a primary-key
+    lookup per candidate (with a kind filter and the default ordering, SQLite would walk the
+    project's (state, kind) index and sort instead: 12 ms at 100,000 items).
     """
-    if not fact_ids:
-        return {}
-    rows = rows_of(fact_ids, ("id", "kind", "state"))
-    return {i: kind for i, kind, state in rows if state in states and (kinds is None or kind in kinds)}
+
+    def __init__(
+        self,
+        rows_of: RowsOf,
+        states: Sequence[str],
+        kinds: Collection[str] | None,
+        columns: tuple[str, ...],
+    ) -> None:
+        self._rows_of = rows_of
+        self._states = states
+        self._kinds = kinds
+        self._columns = columns
+        self._kind_at = columns.index("kind")
+        self._state_at = columns.index("state")
+        self._read: set[int] = set()
+        self._current: dict[int, str] = {}
+
+    def current(self, fact_ids: list[int]) -> dict[int, str]:
+        """Every candidate found current so far (these among them), with its kind."""
+        new = [i for i in fact_ids if i not in self._read]
+        if new:
+            self._read.update(new)
+            kind_at, state_at, kinds = self._kind_at, self._state_at, self._kinds
+            self._current.update(
+                (row[0], row[kind_at])
+                for row in self._rows_of(new, self._columns)
+                if row[state_at] in self._states and (kinds is None or row[kind_at] in kinds)
+            )
+        return self._current
 
 
 def with_ids(items: QuerySet[Fact], fact_ids: Collection[int]) -> QuerySet[Fact]:
