@@ -47,8 +47,6 @@ MAX_RECHECKS = 2
 # How deep the two rankings are fused. The fused order is the same whatever page is asked for (so
 # a cursor walks it without repeats); past this depth it goes on with the lexical ranking alone.
 FUSION_DEPTH = 50
-# What a candidate's check reads of its row, unless the caller wants more of the rows it checks.
-CHECK_COLUMNS = ("id", "kind", "state")
 
 Vectors = VectorIndex | ProjectVectors
 # Reads the given columns of the scoped rows with these ids (memory.selectors.agent_rows).
@@ -84,7 +82,6 @@ def hybrid_rank(
     depth: int = FUSION_DEPTH,
     lexical_filter: Callable[[list[Hit]], list[Hit]] | None = None,
     rows_of: RowsOf,
-    columns: tuple[str, ...] = CHECK_COLUMNS,
 ) -> list[Ranked]:
     """The best `limit` current items for the query, best first; ties go to the newest item.
 
@@ -115,7 +112,7 @@ def hybrid_rank(
             limit=wanted + STALE_EXTRA,
         )
 
-    checked = _Checked(rows_of, states, kinds, columns)
+    checked = _Checked(rows_of, states, kinds)
     # Words first, and their candidates checked against the scope: the query's vector may still
     # be on its way (prefetch_query_vector), and the statement runs meanwhile.
     lexical = ranked_words()
@@ -151,26 +148,17 @@ def hybrid_rank(
 class _Checked:
     """The candidates checked so far against the caller's scope, and those found current.
 
-    `rows_of` reads `columns` (which hold "id", "kind" and "state") of the scoped rows; each id
-    is read once per ranking, in one statement per `current` call that meets new ids. The scope
-    is the statement's; states and kinds are checked here, so that the statement is a primary-key
-    lookup per candidate (with a kind filter and the default ordering, SQLite would walk the
-    project's (state, kind) index and sort instead: 12 ms at 100,000 items).
+    Each id is read once per ranking (its id, kind and state, through `rows_of`), in one
+    statement per `current` call that meets new ids. The scope is the statement's; states and
+    kinds are checked here, so that the statement is a primary-key lookup per candidate (with a
+    kind filter and the default ordering, SQLite would walk the project's (state, kind) index
+    and sort instead: 12 ms at 100,000 items).
     """
 
-    def __init__(
-        self,
-        rows_of: RowsOf,
-        states: Sequence[str],
-        kinds: Collection[str] | None,
-        columns: tuple[str, ...],
-    ) -> None:
+    def __init__(self, rows_of: RowsOf, states: Sequence[str], kinds: Collection[str] | None) -> None:
         self._rows_of = rows_of
         self._states = states
         self._kinds = kinds
-        self._columns = columns
-        self._kind_at = columns.index("kind")
-        self._state_at = columns.index("state")
         self._read: set[int] = set()
         self._current: dict[int, str] = {}
 
@@ -179,11 +167,11 @@ class _Checked:
         new = [i for i in fact_ids if i not in self._read]
         if new:
             self._read.update(new)
-            kind_at, state_at, kinds = self._kind_at, self._state_at, self._kinds
+            states, kinds = self._states, self._kinds
             self._current.update(
-                (row[0], row[kind_at])
-                for row in self._rows_of(new, self._columns)
-                if row[state_at] in self._states and (kinds is None or row[kind_at] in kinds)
+                (i, kind)
+                for i, kind, state in self._rows_of(new, ("id", "kind", "state"))
+                if state in states and (kinds is None or kind in kinds)
             )
         return self._current
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 from django.conf import settings
@@ -192,22 +192,11 @@ def _ranked(
     """Facts, decisions and conventions best first, and methods, each with why it was chosen.
 
     One hybrid ranking (memory.retrieval: words and meaning, fused) scores facts and methods
-    together. Its check of the candidates against the scope reads their rows whole, as plain
-    tuples: the words' candidates while the task's vector is still being embedded, then the
-    vector side's new ones, so no read is left once the ranking is done. The reads name the
-    content `version`, so rows this process already read under it for the same scope are not
-    read again (memory.selectors.agent_rows).
+    together, and one fetch reads every chosen row, as a plain tuple: the rows, not the ranking,
+    are the costly part. Both reads name the content `version`, so rows this process already
+    read under it for the same scope are not read again (memory.selectors.agent_rows).
     """
     vectors = project_vectors(project.pk)
-    # The candidates' check reads every column a bundle shows: it runs while the task's vector
-    # is on its way, and the chosen rows are then among the rows it read.
-    checked: dict[int, tuple[Any, ...]] = {}
-
-    def rows_of(fact_ids: list[int], columns: tuple[str, ...]) -> list[tuple[Any, ...]]:
-        rows = agent_rows(scope, project, fact_ids, columns, version=version)
-        checked.update((row[0], row) for row in rows)
-        return rows
-
     try:
         hits = hybrid_rank(
             items=partial(agent_facts, scope, project),
@@ -220,8 +209,7 @@ def _ranked(
             vectors=vectors,
             depth=RANK_CANDIDATES,
             lexical_filter=_strong,
-            rows_of=rows_of,
-            columns=COLUMNS,
+            rows_of=partial(agent_rows, scope, project, version=version),
         )
     except QueryTooCostly:
         # A task whose words match more than one call may rank still gets its bundle: the
@@ -237,9 +225,11 @@ def _ranked(
     rows = {f.id: f for f in recent}
     recent_ids = list(rows)
     method_ids = [hit.fact_id for hit in method_hits]
-    # Every hit was found current by its check, which read its row.
-    make = Item._make
-    rows.update((i, make(checked[i])) for i in [*relevance, *method_ids] if i not in rows)
+    missing = [i for i in dict.fromkeys([*relevance, *method_ids]) if i not in rows]
+    if missing:
+        rows.update(
+            (row[0], Item._make(row)) for row in agent_rows(scope, project, missing, COLUMNS, version=version)
+        )
 
     def score(fact: Item) -> float:
         rel = relevance.get(fact.id, 0.0) / top
