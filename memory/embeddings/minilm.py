@@ -175,7 +175,10 @@ class MiniLM:
         # so a text batched with others (and their padding) would get another vector than alone
         # (cosine 0.98-0.99 to it). Alone, a text's vector is the same wherever it is embedded
         # (a query, a backfill batch), and no time goes to padding: it costs no more than batching.
-        for i, encoding in enumerate(tokenizer.encode_batch(texts)):
+        # One text (a query) is encoded in this thread: encode_batch hands even one to a thread
+        # pool, which took four times what encoding it does (0.20 against 0.05 ms).
+        encodings = [tokenizer.encode(texts[0])] if len(texts) == 1 else tokenizer.encode_batch(texts)
+        for i, encoding in enumerate(encodings):
             ids = np.array([encoding.ids], dtype=np.int64)
             # run() releases the GIL: a prefetched query embeds beside the request's other work.
             out[i] = session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})[0][0]
