@@ -13,9 +13,11 @@ among the caller's scoped rows, in one statement, and no vectors held in process
 in-process index (memory.embeddings.index); both answer `nearest` and `vectors_of`.
 
 Both indexes only propose candidates: every one is checked against the item's current row with
-the caller's scoped queryset (project, data classes, never restricted, current state) in one
-statement, so a stale or foreign entry can neither show nor count towards a page. Lexical
-candidates found no longer current are dropped from the word index for good.
+the caller's scoped queryset (project, data classes, never restricted, current state), so a
+stale or foreign entry can neither show nor count towards a page: the word index's candidates in
+one statement while the query's vector is still being embedded, then the vector side's that the
+words did not offer in another. Lexical candidates found no longer current are dropped from the
+word index for good.
 """
 
 from __future__ import annotations
