@@ -149,9 +149,10 @@ class _Importer:
         if self.inserted_origins is not None:
             origins &= self.inserted_origins
         by_origin: dict[str, dict[str, Any]] = {}
-        for row in (
-            _in(Fact.objects.filter(project=self.project), "origin", origins).order_by("id").values(*columns)
-        ):
+        # `origin > ''` adds nothing to the IN list (no origin asked for is empty) but lets both
+        # planners use fact_project_origin, which holds only the rows that have an origin.
+        with_origin = Fact.objects.filter(project=self.project, origin__gt="")
+        for row in _in(with_origin, "origin", origins).order_by("id").values(*columns):
             by_origin[row["origin"]] = row  # the latest version wins
         digests = {
             digest

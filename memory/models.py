@@ -141,8 +141,12 @@ class Fact(models.Model):
             # get_context: the current items of a project by kind, newest first.
             models.Index(fields=["project", "state", "kind", "-created_at"], name="fact_project_current"),
             models.Index(fields=["workspace", "state"], name="fact_ws_state"),
-            # import: the versions of an item that came from elsewhere with its own id.
-            models.Index(fields=["project", "origin"], name="fact_project_origin"),
+            # import: the versions of an item that came from elsewhere with its own id. Only rows
+            # that have one: most have none (every item of a CLAUDE.md, of the benchmark's files),
+            # and the lookup asks only for set ids, saying so (`origin > ''`) for the planner.
+            models.Index(
+                fields=["project", "origin"], name="fact_project_origin", condition=Q(origin__gt="")
+            ),
             # the in-process word index (memory.lexical_index): rows committed since it last looked.
             models.Index(fields=["project", "id"], name="fact_project_id"),
             # import: an item without an id that was seen before, by its text.
