@@ -4,6 +4,11 @@ An OAuth Connection points at the DOT Application it was consented for and at th
 user; DOT's access tokens for that pair carry the Connection's authority, and only while they are
 bound (RFC 8707) to our `/mcp` resource. DOT's models are not swapped: everything here works on
 DOT's own rows, and the tokens themselves are stored as checksums only (RFC 9700 token storage).
+
+The OAuth2 validator (`workspaces.oauth.validator`) is not imported here: DOT loads it by its
+dotted path (settings.OAUTH2_PROVIDER) when an OAuth endpoint is used, and DOT's own validators
+pull in jwcrypto and requests, which a serving worker or a management command otherwise never
+needs (about 0.6 s of start-up and 13 MB of a worker's memory).
 """
 
 from workspaces.oauth.clients import oauth_clients_prune, registration_throttle_hit
@@ -14,13 +19,10 @@ from workspaces.oauth.grants import (
     oauth_tokens_revoke,
 )
 from workspaces.oauth.resources import is_mcp_resource, redirect_uri_problem, resource_error
-from workspaces.oauth.validator import UnforgetterOAuth2Validator, known_scopes
 
 __all__ = [
     "OAuthGrant",
-    "UnforgetterOAuth2Validator",
     "is_mcp_resource",
-    "known_scopes",
     "oauth_clients_prune",
     "oauth_grant_for_token",
     "oauth_token_checksum",
