@@ -84,6 +84,7 @@ def hybrid_rank(
     depth: int = FUSION_DEPTH,
     lexical_filter: Callable[[list[Hit]], list[Hit]] | None = None,
     rows_of: RowsOf,
+    while_embedding: Callable[[list[Hit]], object] | None = None,
 ) -> list[Ranked]:
     """The best `limit` current items for the query, best first; ties go to the newest item.
 
@@ -92,7 +93,8 @@ def hybrid_rank(
     reads the same scoped rows by id (`agent_rows`, compiled once): every candidate must be
     among them to count. `vectors` is the project's index (`project_vectors`), None for the
     lexical ranking alone. The first `depth` of each ranking are fused; the order does not depend
-    on `limit`.
+    on `limit`. `while_embedding`, if the query's vector is still being embedded once the words'
+    candidates are checked, is given them (current, best first) to do work of its own meanwhile.
     """
     wanted = max(limit, depth)
     if not data_classes:
@@ -127,6 +129,8 @@ def hybrid_rank(
         lexical = [h for h in lexical if h.fact_id in current]
         if not stale or len(lexical) >= wanted:
             break
+    if while_embedding is not None and vectors is not None and _embedding(query):
+        while_embedding(lexical)
     semantic = _semantic(vectors, items, data_classes, states, query, kinds, depth) if vectors else []
     # The vector side offers STALE_MARGIN times what is fused; the first `depth` (and a few more)
     # are checked in one statement (those the words did not already offer), the rest only if
@@ -207,6 +211,12 @@ def prefetch_query_vector(project_id: int, query: str) -> None:
         return
     if indexes.holds(project_id, model.name) or pgvector.holds(project_id, model.name):
         query_vectors.prefetch(model, query)
+
+
+def _embedding(query: str) -> bool:
+    """Whether the query's vector is being embedded (prefetched) and is not ready yet."""
+    model = embedder()
+    return model is not None and query_vectors.pending(model, query)
 
 
 def project_vectors(project_id: int) -> Vectors | None:

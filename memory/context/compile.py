@@ -194,9 +194,19 @@ def _ranked(
     One hybrid ranking (memory.retrieval: words and meaning, fused) scores facts and methods
     together, and one fetch reads every chosen row, as a plain tuple: the rows, not the ranking,
     are the costly part. Both reads name the content `version`, so rows this process already
-    read under it for the same scope are not read again (memory.selectors.agent_rows).
+    read under it for the same scope are not read again (memory.selectors.agent_rows): while
+    the task's vector is being embedded, the rows the words alone would choose are read ahead,
+    and the fetch then reads only the chosen rows the meaning added.
     """
     vectors = project_vectors(project.pk)
+    had = {f.id for f in recent}
+
+    def read_ahead(lexical: list[Hit]) -> None:
+        strong = _strong(lexical)
+        facts = [h.fact_id for h in strong if h.kind != Kind.METHOD][:CANDIDATES]
+        methods = [h.fact_id for h in strong if h.kind == Kind.METHOD][:MAX_METHODS]
+        agent_rows(scope, project, [i for i in [*facts, *methods] if i not in had], COLUMNS, version=version)
+
     try:
         hits = hybrid_rank(
             items=partial(agent_facts, scope, project),
@@ -210,6 +220,8 @@ def _ranked(
             depth=RANK_CANDIDATES,
             lexical_filter=_strong,
             rows_of=partial(agent_rows, scope, project, version=version),
+            # Read ahead only into the rows kept per content version (none without one).
+            while_embedding=read_ahead if version is not None else None,
         )
     except QueryTooCostly:
         # A task whose words match more than one call may rank still gets its bundle: the

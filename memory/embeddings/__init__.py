@@ -87,6 +87,12 @@ class _QueryVectors:
             return pending.result()
         return self._embedded(model, text)
 
+    def pending(self, model: Embedder, text: str) -> bool:
+        """Whether `text` is being embedded in the background and its vector is not ready yet."""
+        with self._lock:
+            pending = self._pending.get((model.name, text))
+        return pending is not None and not pending.done()
+
     def prefetch(self, model: Embedder, text: str) -> None:
         """Start embedding `text` in the background unless it is cached or under way."""
         key = (model.name, text)
