@@ -10,6 +10,7 @@
    issues a token with `issue_token`.
 3. Measures with kept-alive `httpx` clients sending 2026-07-28 (stateless) JSON-RPC POSTs:
    get_context and search_memory right after the import (fresh) and after a warm-up (warmed),
+   each phase with tasks and queries of its own (a task asked again is the bundle cache's),
    list_projects, requests/s with 8 concurrent clients (on N workers and on 1), the import rate,
    the write path (bench/write.py) and the largest worker's resident memory.
 4. Runs the official reference memory server (bench/reference.py) on the measured project's items
