@@ -470,7 +470,13 @@ def _rows(project_id: int, after: int) -> Iterator[_Row]:
 
 
 def _count_above(project_id: int, after: int, *, cap: int) -> int:
-    """How many rows the project has above `after`, counted up to `cap`: a range probe.
+    """How many rows the project has above `after`, counted up to `cap`: a range probe."""
+    sql, params = _count_above_sql(project_id, after, cap=cap)
+    return int(_fetch(sql, params)[0][0])
+
+
+def _count_above_sql(project_id: int, after: int, *, cap: int) -> tuple[str, list[int]]:
+    """`_count_above`'s statement (a single value) and its parameters.
 
     On PostgreSQL the probe walks the (project, id) index from the watermark and stops after `cap`
     entries: given the project as an equality, the planner prefers walking the primary key (or a
@@ -482,9 +488,9 @@ def _count_above(project_id: int, after: int, *, cap: int) -> int:
             "SELECT count(*) FROM (SELECT project_id FROM memory_fact WHERE (project_id, id) > (%s, %s) "
             "ORDER BY project_id, id LIMIT %s) AS above WHERE project_id = %s"
         )
-        return int(_fetch(sql, [project_id, after, cap, project_id])[0][0])
+        return sql, [project_id, after, cap, project_id]
     above, params = _above(project_id, after)
-    return int(_fetch(f"SELECT count(*) FROM memory_fact WHERE {above}", params)[0][0])  # noqa: S608
+    return f"SELECT count(*) FROM memory_fact WHERE {above}", params  # noqa: S608
 
 
 def _count_rows(project_id: int) -> int:
@@ -547,14 +553,29 @@ class _Indexes:
         self._entries: OrderedDict[int, _Entry] = OrderedDict()
         self._refreshing: dict[int, threading.Lock] = {}
 
-    def get(self, project_id: int) -> LexicalIndex:
+    def probe(self, project_id: int) -> Probe | None:
+        """The statement `get` would run to see whether the project's index is up to date, for a
+        caller to run with statements of its own; None when `get` must do more than count (no
+        index yet, or a whole count due)."""
+        with self._lock:
+            entry = self._entries.get(project_id)
+        if entry is None or entry.due():
+            return None
+        expected = len(entry.above)
+        sql, params = _count_above_sql(project_id, entry.settled, cap=expected + 1)
+        return Probe(sql, params, entry, entry.settled, expected)
+
+    def get(self, project_id: int, probed: tuple[Probe, int] | None = None) -> LexicalIndex:
+        """The project's index, brought up to date. `probed` is a `probe` of it and the count its
+        statement returned: the index is served without a statement of its own if that count is
+        for the index as it still stands."""
         with self._lock:
             entry = self._entries.get(project_id)
             refreshing = self._refreshing.setdefault(project_id, threading.Lock())
         if (
             entry is not None
             and not entry.due()
-            and _count_above(project_id, entry.settled, cap=len(entry.above) + 1) == len(entry.above)
+            and _counted_above(project_id, entry, probed) == len(entry.above)
         ):
             with self._lock:
                 self._entries.move_to_end(project_id)
@@ -590,6 +611,26 @@ class _Indexes:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+
+
+class Probe(NamedTuple):
+    """A freshness probe of one project's index (see `_Indexes.probe`): a single value's statement."""
+
+    sql: str
+    params: list[int]
+    entry: _Entry
+    settled: int
+    expected: int
+
+
+def _counted_above(project_id: int, entry: _Entry, probed: tuple[Probe, int] | None) -> int:
+    """The rows above the entry's watermark: the probe's count where it was taken of the entry as
+    it still stands (another thread may have moved it meanwhile), else counted now."""
+    if probed is not None:
+        probe, count = probed
+        if probe.entry is entry and probe.settled == entry.settled and probe.expected == len(entry.above):
+            return count
+    return _count_above(project_id, entry.settled, cap=len(entry.above) + 1)
 
 
 lexical_indexes = _Indexes()

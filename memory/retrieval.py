@@ -31,9 +31,9 @@ from django.db.models import QuerySet
 
 from memory import search
 from memory.embeddings import embedder, pgvector, query_vectors
-from memory.embeddings.index import VectorIndex, indexes
+from memory.embeddings.index import VectorIndex, indexes, newest_sql
 from memory.embeddings.pgvector import ProjectVectors
-from memory.lexical_index import Hit, lexical_indexes, words
+from memory.lexical_index import Hit, LexicalIndex, lexical_indexes, words
 from memory.models import Fact
 from memory.query_limits import bounded_query
 
@@ -85,6 +85,7 @@ def hybrid_rank(
     lexical_filter: Callable[[list[Hit]], list[Hit]] | None = None,
     rows_of: RowsOf,
     while_embedding: Callable[[list[Hit]], object] | None = None,
+    index: LexicalIndex | None = None,
 ) -> list[Ranked]:
     """The best `limit` current items for the query, best first; ties go to the newest item.
 
@@ -95,11 +96,13 @@ def hybrid_rank(
     lexical ranking alone. The first `depth` of each ranking are fused; the order does not depend
     on `limit`. `while_embedding`, if the query's vector is still being embedded once the words'
     candidates are checked, is given them (current, best first) to do work of its own meanwhile.
+    `index` is the project's word index brought up to date by the caller (`ranking_indexes`).
     """
     wanted = max(limit, depth)
     if not data_classes:
         return []
-    index = lexical_indexes.get(project_id)
+    if index is None:
+        index = lexical_indexes.get(project_id)
     # The word ranking's work is bounded by the query's words (memory.query_limits); the vector
     # side reads the whole text (the model truncates it), so a long question keeps its meaning.
     bounded = bounded_query(query)
@@ -217,6 +220,25 @@ def _embedding(query: str) -> bool:
     """Whether the query's vector is being embedded (prefetched) and is not ready yet."""
     model = embedder()
     return model is not None and query_vectors.pending(model, query)
+
+
+def ranking_indexes(project_id: int) -> tuple[LexicalIndex, Vectors | None]:
+    """The project's word index and vectors (`project_vectors`), each brought up to date.
+
+    Each is kept up to date by a probe of the rows added since (the word index's count of rows
+    above its watermark, the vector index's newest id); where both would run one, they go as one
+    statement of two values: a statement costs more than either probe.
+    """
+    model = embedder()
+    probe = lexical_indexes.probe(project_id)
+    if model is None or probe is None or pgvector.enabled():
+        return lexical_indexes.get(project_id), project_vectors(project_id)
+    newest, params = newest_sql(project_id, model.name)
+    with connections["default"].cursor() as cursor:
+        cursor.execute(f"SELECT ({probe.sql}), ({newest})", [*probe.params, *params])
+        count, newest_id = cursor.fetchone()
+    index = lexical_indexes.get(project_id, probed=(probe, int(count)))
+    return index, indexes.get(project_id, model.name, newest=newest_id)
 
 
 def project_vectors(project_id: int) -> Vectors | None:

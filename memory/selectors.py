@@ -23,7 +23,7 @@ from memory.cursors import cursor_make, cursor_offset
 from memory.excerpts import excerpt
 from memory.models import Fact, Publication, State
 from memory.refs import is_ref
-from memory.retrieval import hybrid_rank, prefetch_query_vector, project_vectors, with_ids
+from memory.retrieval import hybrid_rank, prefetch_query_vector, ranking_indexes, with_ids
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 from workspaces.prepared import Prepared
@@ -260,6 +260,7 @@ def search_for_agent(
         if not search.terms(query):
             raise InvalidRequest("query must contain at least one word or number.")
         prefetch_query_vector(project.pk, query)
+        index, vectors = ranking_indexes(project.pk)
         ranked = hybrid_rank(
             items=partial(agent_facts, scope, project),
             project_id=project.pk,
@@ -267,8 +268,9 @@ def search_for_agent(
             states=list(State.current()),
             query=query,
             limit=offset + page_size + 1,
-            vectors=project_vectors(project.pk),
+            vectors=vectors,
             rows_of=partial(agent_rows, scope, project),
+            index=index,
         )[offset:]
         more = len(ranked) > page_size and offset + page_size < MAX_SEARCH_OFFSET
         ids = [hit.fact_id for hit in ranked[:page_size]]

@@ -28,7 +28,7 @@ from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, 
 from memory.lexical_index import Hit
 from memory.models import Fact, Kind, State
 from memory.query_limits import QueryTooCostly
-from memory.retrieval import Ranked, hybrid_rank, project_vectors
+from memory.retrieval import Ranked, hybrid_rank, ranking_indexes
 from memory.selectors import agent_facts, agent_rows, row_cache_clear
 from workspaces.models import Project
 from workspaces.scope import AgentScope
@@ -198,7 +198,7 @@ def _ranked(
     the task's vector is being embedded, the rows the words alone would choose are read ahead,
     and the fetch then reads only the chosen rows the meaning added.
     """
-    vectors = project_vectors(project.pk)
+    index, vectors = ranking_indexes(project.pk)
     had = {f.id for f in recent}
 
     def read_ahead(lexical: list[Hit]) -> None:
@@ -222,6 +222,7 @@ def _ranked(
             rows_of=partial(agent_rows, scope, project, version=version),
             # Read ahead only into the rows kept per content version (none without one).
             while_embedding=read_ahead if version is not None else None,
+            index=index,
         )
     except QueryTooCostly:
         # A task whose words match more than one call may rank still gets its bundle: the

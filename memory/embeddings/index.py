@@ -264,6 +264,20 @@ _NEWEST = Prepared(
 )
 
 
+# `_Indexes.get` without a newest id read by its caller.
+UNPROBED = object()
+
+
+def newest_sql(project_id: int, model: str) -> tuple[str, list[int | str]]:
+    """The project's newest vector id under a model as a statement of one value (or none), and its
+    parameters: what `_Indexes.get` reads, for a caller to run with statements of its own."""
+    sql = (
+        'SELECT "id" FROM "memory_embedding" WHERE "project_id" = %s AND "model" = %s '
+        'ORDER BY "id" DESC LIMIT 1'
+    )
+    return sql, [project_id, model]
+
+
 class _Indexes:
     """Each (project, model)'s index in this process; the least recently used go past MAX_CACHED_VECTORS."""
 
@@ -271,10 +285,16 @@ class _Indexes:
         self._lock = threading.Lock()
         self._indexes: OrderedDict[tuple[int, str], VectorIndex] = OrderedDict()
 
-    def get(self, project_id: int, model: str) -> VectorIndex | None:
-        """The project's index for this model, brought up to date; None while it has no vectors."""
-        found = _NEWEST.rows(project_id, model)
-        newest = found[0][0] if found else None
+    def get(self, project_id: int, model: str, newest: int | object | None = UNPROBED) -> VectorIndex | None:
+        """The project's index for this model, brought up to date; None while it has no vectors.
+
+        `newest` is the project's newest vector id under the model if the caller read it
+        (`newest_sql`), None if it has none.
+        """
+        if newest is UNPROBED:
+            found = _NEWEST.rows(project_id, model)
+            newest = found[0][0] if found else None
+        assert newest is None or isinstance(newest, int)
         key = (project_id, model)
         with self._lock:
             cached = self._indexes.get(key)

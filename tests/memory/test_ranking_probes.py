@@ -1,0 +1,68 @@
+"""The word index's and the vector index's freshness probes, run as one statement."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from memory.embeddings import embedder
+from memory.embeddings.index import VectorIndex, indexes
+from memory.lexical_index import lexical_indexes, words
+from memory.retrieval import ranking_indexes
+from memory.services.embeddings import embeddings_refresh
+from tests.conftest import Tenant
+from tests.readpath import add_item
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(embedder() is None, reason="the local model's package is not installed"),
+]
+
+
+@pytest.fixture
+def project_id(tenant: Tenant) -> int:
+    platform = tenant.projects["platform"]
+    for i in range(5):
+        add_item(platform, f"Deploy note {i}: the release train leaves at {i} o'clock.")
+    embeddings_refresh()
+    ranking_indexes(platform.pk)  # both indexes built (and kept by this process)
+    return platform.pk
+
+
+def test_with_nothing_new_both_indexes_are_kept_by_one_statement(project_id: int) -> None:
+    model = embedder()
+    assert model is not None
+    words_before, vectors_before = lexical_indexes.get(project_id), indexes.get(project_id, model.name)
+    with CaptureQueriesContext(connection) as statements:
+        found_words, found_vectors = ranking_indexes(project_id)
+    assert len(statements) == 1
+    assert found_words is words_before
+    assert found_vectors is vectors_before
+
+
+def test_an_item_and_its_vector_added_since_are_in_both(tenant: Tenant, project_id: int) -> None:
+    added = add_item(tenant.projects["platform"], "Invoice worker retries five times with backoff.")
+    embeddings_refresh()
+    found_words, found_vectors = ranking_indexes(project_id)
+    assert isinstance(found_vectors, VectorIndex)
+    assert added.pk in found_vectors.ids.tolist()
+    hits = found_words.rank(
+        words("invoice retries"), classes=["internal"], states=["active"], kinds=None, limit=5
+    )
+    assert added.pk in [hit.fact_id for hit in hits]
+
+
+def test_a_count_taken_before_the_index_moved_is_not_trusted(tenant: Tenant, project_id: int) -> None:
+    probe = lexical_indexes.probe(project_id)
+    assert probe is not None
+    add_item(tenant.projects["platform"], "Canary deploys wait ten minutes.")
+    lexical_indexes.get(project_id)  # another call indexes the new row: the index has moved
+    with CaptureQueriesContext(connection) as statements:
+        lexical_indexes.get(project_id, probed=(probe, probe.expected))
+    assert len(statements) == 1  # counted anew, not taken from the stale probe
+    probe = lexical_indexes.probe(project_id)
+    assert probe is not None
+    with CaptureQueriesContext(connection) as statements:
+        lexical_indexes.get(project_id, probed=(probe, probe.expected))
+    assert not statements  # a count of the index as it stands is used as it is
