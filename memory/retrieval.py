@@ -234,11 +234,11 @@ def ranking_indexes(project_id: int) -> tuple[LexicalIndex, Vectors | None]:
     if model is None or probe is None or pgvector.enabled():
         return lexical_indexes.get(project_id), project_vectors(project_id)
     newest, params = newest_sql(project_id, model.name)
-    with connections["default"].cursor() as cursor:
+    with connections[Fact.objects.db].cursor() as cursor:
         cursor.execute(f"SELECT ({probe.sql}), ({newest})", [*probe.params, *params])
         count, newest_id = cursor.fetchone()
     index = lexical_indexes.get(project_id, probed=(probe, int(count)))
-    return index, indexes.get(project_id, model.name, newest=newest_id)
+    return index, indexes.at(project_id, model.name, newest_id)
 
 
 def project_vectors(project_id: int) -> Vectors | None:

@@ -23,11 +23,11 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.db import connections
 
 from memory.codes import CLASSES, KINDS, code, lookup
 from memory.heap import release_freed_memory
 from memory.models import Embedding
-from workspaces.prepared import Prepared
 
 # Below this many rows every vector is scored exactly; above it, the sign bits pick a shortlist.
 EXACT_ROWS = 20_000
@@ -255,22 +255,10 @@ def _joined(*parts: VectorIndex) -> VectorIndex:
     )
 
 
-# The project's newest embedding id under a model (an index probe): read on every ranking that
-# uses vectors, so compiled once per process (workspaces.prepared).
-_NEWEST = Prepared(
-    lambda project_id, model: (
-        Embedding.objects.filter(project_id=project_id, model=model).order_by("-id").values_list("id")[:1]
-    )
-)
-
-
-# `_Indexes.get` without a newest id read by its caller.
-UNPROBED = object()
-
-
 def newest_sql(project_id: int, model: str) -> tuple[str, list[int | str]]:
-    """The project's newest vector id under a model as a statement of one value (or none), and its
-    parameters: what `_Indexes.get` reads, for a caller to run with statements of its own."""
+    """The project's newest embedding id under a model (an index probe, read on every ranking that
+    uses vectors) as a statement of one value, or of none, and its parameters: `_Indexes.get`
+    runs it, and a caller may run it beside statements of its own (`_Indexes.at`)."""
     sql = (
         'SELECT "id" FROM "memory_embedding" WHERE "project_id" = %s AND "model" = %s '
         'ORDER BY "id" DESC LIMIT 1'
@@ -285,16 +273,17 @@ class _Indexes:
         self._lock = threading.Lock()
         self._indexes: OrderedDict[tuple[int, str], VectorIndex] = OrderedDict()
 
-    def get(self, project_id: int, model: str, newest: int | object | None = UNPROBED) -> VectorIndex | None:
-        """The project's index for this model, brought up to date; None while it has no vectors.
+    def get(self, project_id: int, model: str) -> VectorIndex | None:
+        """The project's index for this model, brought up to date; None while it has no vectors."""
+        sql, params = newest_sql(project_id, model)
+        with connections[Embedding.objects.db].cursor() as cursor:
+            cursor.execute(sql, params)
+            found = cursor.fetchone()
+        return self.at(project_id, model, found[0] if found else None)
 
-        `newest` is the project's newest vector id under the model if the caller read it
-        (`newest_sql`), None if it has none.
-        """
-        if newest is UNPROBED:
-            found = _NEWEST.rows(project_id, model)
-            newest = found[0][0] if found else None
-        assert newest is None or isinstance(newest, int)
+    def at(self, project_id: int, model: str, newest: int | None) -> VectorIndex | None:
+        """The project's index for this model up to `newest`, its newest vector id as the caller
+        read it (`newest_sql`); None when it has none."""
         key = (project_id, model)
         with self._lock:
             cached = self._indexes.get(key)

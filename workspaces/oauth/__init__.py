@@ -8,7 +8,7 @@ DOT's own rows, and the tokens themselves are stored as checksums only (RFC 9700
 The OAuth2 validator (`workspaces.oauth.validator`) is not imported here: DOT loads it by its
 dotted path (settings.OAUTH2_PROVIDER) when an OAuth endpoint is used, and DOT's own validators
 pull in jwcrypto and requests, which a serving worker or a management command otherwise never
-needs (about 0.6 s of start-up and 13 MB of a worker's memory).
+needs (about 60 ms of a command's start-up and 5 MB of a worker's memory).
 """
 
 from workspaces.oauth.clients import oauth_clients_prune, registration_throttle_hit
