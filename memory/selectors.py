@@ -99,7 +99,8 @@ def _agent_rows_read(
     wanted = wanted + [wanted[-1]] * (-len(wanted) % ROWS_SHAPE)
     prepared = _agent_rows.get(columns)
     if prepared is None:
-        prepared = _agent_rows.setdefault(columns, Prepared(partial(_agent_rows_query, columns)))
+        built = Prepared(partial(_agent_rows_query, columns), by_primary_key=Fact._meta.db_table)
+        prepared = _agent_rows.setdefault(columns, built)
     args: list[Any] = [scope.workspace_id, list(scope.visible_classes), project.pk, wanted]
     if scope.project_ids is not None:
         args.append(sorted(scope.project_ids))

@@ -47,15 +47,22 @@ class Prepared:
     """`build(*args)` returns a values_list queryset; `rows(*args)` runs its compiled SQL with `args`.
 
     A list argument (the values of an `__in`) may have any length: each length is one shape,
-    compiled on first use.
+    compiled on first use. `by_primary_key` names a table whose rows the query finds by their
+    ids: on SQLite it is then read `NOT INDEXED` (see `sqlite_by_primary_key`).
     """
 
     def __init__(
-        self, build: Callable[..., QuerySet[Any, Any]], *, using: str = "default", raw: bool = False
+        self,
+        build: Callable[..., QuerySet[Any, Any]],
+        *,
+        using: str = "default",
+        raw: bool = False,
+        by_primary_key: str | None = None,
     ) -> None:
         self._build = build
         self._using = using
         self._raw = raw
+        self._by_primary_key = by_primary_key
         # (vendor, shape) -> its SQL and slots, or None where the ORM knows the answer is empty
         self._compiled: dict[tuple[str, Shape], tuple[str, list[Slot], SQLCompiler] | None] = {}
 
@@ -117,6 +124,8 @@ class Prepared:
         except EmptyResultSet:  # an empty `__in`: the ORM answers [] without asking the database
             return None
         self._check(queryset, compiler)
+        if self._by_primary_key is not None and compiler.connection.vendor == "sqlite":
+            sql = sqlite_by_primary_key(sql, self._by_primary_key)
 
         def stood_in(p: Any) -> bool:
             return isinstance(p, int | str) and p in where
@@ -133,6 +142,21 @@ class Prepared:
         if placed != sum(1 if length is None else length for length in shape):
             raise TypeError("Every argument of a prepared query must appear once in its SQL.")
         return sql, slots, compiler
+
+
+def sqlite_by_primary_key(sql: str, table: str) -> str:
+    """`sql` with `table` read `NOT INDEXED`: its rows found by their ids, one lookup each.
+
+    Asked for a few hundred rows by id within a project and a scope, SQLite's planner searches a
+    secondary index holding the project (or the workspace) and the id, then the table by rowid
+    for the other columns: two B-tree searches a row. Without secondary indexes it searches the
+    table by rowid alone and checks the other terms on the row it finds: 0.27 against 0.39 ms
+    for 128 ids at 100,000 items in the project. Primary-key lookups are still allowed.
+    """
+    quoted = f'FROM "{table}" '
+    if sql.count(quoted) != 1:
+        raise ValueError(f"Expected one FROM {table} in the statement to hint.")
+    return sql.replace(quoted, f'FROM "{table}" NOT INDEXED ', 1)
 
 
 @dataclass(frozen=True)

@@ -140,3 +140,22 @@ def test_the_kept_rows_stay_within_their_bound_even_for_one_scope_and_version(te
     with CaptureQueriesContext(connection) as queries:
         assert [row[0] for row in kept.rows(scope, platform, 1, again, COLUMNS)] == again
     assert len(queries) == 0
+
+
+def test_on_sqlite_the_rows_are_found_by_primary_key_alone(tenant: Tenant, other_tenant: Tenant) -> None:
+    """SQLite would search the (project, id) index and then the table for each id: the chosen rows
+    are read by rowid instead, the scope's terms checked on each row found."""
+    if connection.vendor != "sqlite":
+        pytest.skip("a hint of SQLite's planner")
+    platform = tenant.projects["platform"]
+    items = _items_of_every_scope(tenant, other_tenant, notes=40, thread=False)
+    scope = agent_scope(tenant.issue()[1])
+    ids = [item.pk for item in items]
+    with CaptureQueriesContext(connection) as queries:
+        rows = agent_rows(scope, platform, ids, COLUMNS)
+    assert sorted(row[0] for row in rows) == [item.pk for item in items[1:40]]  # the current notes
+    [statement] = [q["sql"] for q in queries]
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN QUERY PLAN {statement}")
+        plan = [row[-1] for row in cursor.fetchall()]
+    assert plan == ["SEARCH memory_fact USING INTEGER PRIMARY KEY (rowid=?)"]

@@ -14,7 +14,13 @@ from memory.services import proposal_submit
 from tests.conftest import Tenant
 from tests.readpath import add_item
 from workspaces.models import Connection
-from workspaces.prepared import Prepared, PreparedInsert, PreparedObjects, PreparedUpdate
+from workspaces.prepared import (
+    Prepared,
+    PreparedInsert,
+    PreparedObjects,
+    PreparedUpdate,
+    sqlite_by_primary_key,
+)
 from workspaces.selectors import agent_scope
 
 pytestmark = pytest.mark.django_db
@@ -206,3 +212,11 @@ def test_an_update_sets_the_values_on_exactly_the_rows_named_as_the_orm_would(te
         assert (stored.status, stored.decided_at) == (p.status, p.decided_at)
     with pytest.raises(TypeError, match="exactly the fields"):
         update.update([chosen[0].pk], status=Proposal.Status.PUBLISHED)
+
+
+def test_a_table_read_by_primary_key_is_hinted_where_it_is_named_once() -> None:
+    sql = 'SELECT "t"."id" FROM "t" WHERE "t"."id" IN (%s, %s)'
+    hinted = 'SELECT "t"."id" FROM "t" NOT INDEXED WHERE "t"."id" IN (%s, %s)'
+    assert sqlite_by_primary_key(sql, "t") == hinted
+    with pytest.raises(ValueError, match="one FROM"):
+        sqlite_by_primary_key('SELECT 1 FROM "t" WHERE 1 UNION SELECT 2 FROM "t" WHERE 1', "t")
