@@ -58,6 +58,7 @@ from mcpbridge.auth import authenticated_here
 from mcpbridge.server import TOOLS, answer_in_thread
 from mcpbridge.threads import in_request_thread
 from memory.metrics import CALL_SECONDS
+from workspaces.after_answer import Work, collected, run_collected
 from workspaces.bearers import kept_connection_id
 from workspaces.exceptions import RateLimited
 from workspaces.limits import credential_slot_async
@@ -115,14 +116,17 @@ class DirectToolCalls:
             await self.app(scope, replay, send)
             return
         with CALL_SECONDS.labels(call.name).time():
-            result = await _direct_result(token, hint, call.name, call.arguments)
-        if result is None:
+            answered = await _direct_result(token, hint, call.name, call.arguments)
+        if answered is None:
             await self.app(scope, replay, send)
             return
+        result, owed = answered
         encoded = self._response(call, result)
         headers = [(b"content-length", str(len(encoded)).encode()), *_JSON_HEADERS]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": encoded})
+        if owed:  # what the answer did not wait for (workspaces.after_answer)
+            await in_request_thread(run_collected, owed)
 
     async def _acceptable(self, request: Request) -> bool:
         """Whether the transport would take the request: host, origin, content type, Accept."""
@@ -251,8 +255,9 @@ async def _buffered(receive: Receive, scope: Scope) -> tuple[bytes | None, Recei
 
 async def _direct_result(
     token: str, hint: int, name: str, arguments: Mapping[str, Any]
-) -> dict[str, Any] | None:
-    """The tool's wire result in one unit of work, or None for the SDK to answer instead."""
+) -> tuple[dict[str, Any], list[Work]] | None:
+    """The tool's wire result in one unit of work, with the work it owes after its answer; or
+    None for the SDK to answer instead."""
     try:
         async with credential_slot_async(hint):
             return await in_request_thread(_verified_call, token, hint, name, arguments)
@@ -261,11 +266,14 @@ async def _direct_result(
         # refusal is the answer only for a credential still good, else the SDK's 401 is. Not
         # retried through the SDK: a call held over its rate would then run in the next second.
         if await in_request_thread(authenticated_here, token, hint):
-            return results.error_wire(refusal)
+            return results.error_wire(refusal), []
         return None
 
 
-def _verified_call(token: str, hint: int, name: str, arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+def _verified_call(
+    token: str, hint: int, name: str, arguments: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[Work]] | None:
     if not authenticated_here(token, hint):
         return None
-    return answer_in_thread(name, arguments)
+    with collected() as owed:
+        return answer_in_thread(name, arguments), owed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +14,7 @@ from django.core.cache import cache
 
 from memory.context import standing_parts_clear
 from memory.embeddings.index import indexes
-from memory.models import Fact
+from memory.models import ContextRequest, Fact
 from memory.services import fact_create
 from tests.mcp_client import MCPClient
 from workspaces.models import Project
@@ -43,6 +44,16 @@ class RecordingMCPClient(MCPClient):
         assert not isinstance(caught.value, (KeyboardInterrupt, SystemExit))
         assert 401 in self.statuses, self.statuses
         assert 200 not in self.statuses, self.statuses
+
+
+def served_record(context_id: str, *, wait: float = 10.0) -> ContextRequest:
+    """The audit record of a bundle a live server served. The server writes it just after its
+    answer (workspaces.after_answer), so it may land a moment after the client has the bundle."""
+    deadline = time.monotonic() + wait
+    while (record := ContextRequest.objects.filter(context_id=context_id).first()) is None:
+        assert time.monotonic() < deadline, f"no record of {context_id} after {wait} s"
+        time.sleep(0.01)
+    return record
 
 
 def sdk_factory(live: Any) -> Callable[..., RecordingMCPClient]:

@@ -18,6 +18,7 @@ from memory.contract import Bundle, CompiledBundle, ErrorBody, Freshness, Identi
 from memory.retrieval import prefetch_query_vector
 from memory.selectors import latest_publication
 from memory.services import context_request_record
+from workspaces.after_answer import after_answer
 from workspaces.caches import cache
 from workspaces.models import Project, default_publish_cadence
 from workspaces.scope import AgentScope
@@ -43,16 +44,23 @@ def context_for_agent(*, scope: AgentScope, project: Project, task: str) -> Bund
     cache_key = f"unforgetter:context:{context_id}"
     bundle: CompiledBundle | None = cache.get(cache_key)
     if bundle is None:
-        bundle = compile_bundle(scope, project, task, now, version=version if publication else None)
-        context_request_record(
-            context_id=context_id,
-            scope=scope,
-            project=project,
-            task=task,
-            publication_version=version,
-            refs=bundle["served"],
-        )
-        cache.set(cache_key, bundle, timeout=int(cadence.total_seconds()) * 10)
+        compiled = compile_bundle(scope, project, task, now, version=version if publication else None)
+
+        def record_and_keep() -> None:
+            context_request_record(
+                context_id=context_id,
+                scope=scope,
+                project=project,
+                task=task,
+                publication_version=version,
+                refs=compiled["served"],
+            )
+            cache.set(cache_key, compiled, timeout=int(cadence.total_seconds()) * 10)
+
+        # The audit record and the cache change nothing the agent is sent: where the server
+        # can, they are done once the answer is on its way (workspaces.after_answer).
+        after_answer(record_and_keep)
+        bundle = compiled
     return _serve(bundle, context_id, scope, compiled_at, cadence, now)
 
 

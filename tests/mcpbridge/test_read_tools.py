@@ -9,7 +9,14 @@ import pytest
 
 from memory.models import ContextRequest
 from tests.conftest import LiveServer, Tenant
-from tests.readpath import RecordingMCPClient, _fresh_bundle_cache, add_item, all_items, sdk_factory  # noqa: F401
+from tests.readpath import (  # noqa: F401
+    RecordingMCPClient,
+    _fresh_bundle_cache,
+    add_item,
+    all_items,
+    sdk_factory,
+    served_record,
+)
 from workspaces.models import DataClass
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -81,7 +88,8 @@ def test_get_context_returns_the_bundle_of_the_reference(tenant: Tenant, sdk, mo
     assert isinstance(bundle["pointers"], list)
     for item in all_items(bundle):
         assert set(item["provenance"]) == {"source", "date", "actor"}
-    assert ContextRequest.objects.filter(context_id=bundle["context_id"], connection=connection).count() == 1
+    assert served_record(bundle["context_id"]).connection == connection
+    assert ContextRequest.objects.filter(context_id=bundle["context_id"]).count() == 1
 
 
 def test_search_memory_finds_highlighted_items_with_provenance(tenant: Tenant, sdk, mode: str) -> None:

@@ -14,7 +14,14 @@ from memory import lexical_index
 from memory.models import ContextRequest, Publication
 from memory.services import publication_record
 from tests.conftest import LiveServer, Tenant
-from tests.readpath import RecordingMCPClient, _fresh_bundle_cache, add_item, all_items, sdk_factory  # noqa: F401
+from tests.readpath import (  # noqa: F401
+    RecordingMCPClient,
+    _fresh_bundle_cache,
+    add_item,
+    all_items,
+    sdk_factory,
+    served_record,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -134,7 +141,8 @@ def test_context_id_is_stable_within_a_publication_and_recorded_once(tenant: Ten
     other_task = client.ok("get_context", {**args, "task": "rotate the keys"})
 
     assert first["context_id"] == again["context_id"] != other_task["context_id"]
-    record = ContextRequest.objects.get(context_id=first["context_id"])
+    record = served_record(first["context_id"])
+    served_record(other_task["context_id"])
     assert (record.connection_id, record.project_id, record.task) == (
         connection.pk,
         tenant.projects["platform"].pk,
@@ -146,6 +154,7 @@ def test_context_id_is_stable_within_a_publication_and_recorded_once(tenant: Ten
     publication_record(workspace=tenant.workspace, changed=True)
     after = client.ok("get_context", args)
     assert after["context_id"] != first["context_id"]
+    served_record(after["context_id"])
     assert ContextRequest.objects.filter(connection=connection).count() == 3
 
 

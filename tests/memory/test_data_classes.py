@@ -9,9 +9,15 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
-from memory.models import ContextRequest
 from tests.conftest import LiveServer, Tenant
-from tests.readpath import RecordingMCPClient, _fresh_bundle_cache, add_item, all_items, sdk_factory  # noqa: F401
+from tests.readpath import (  # noqa: F401
+    RecordingMCPClient,
+    _fresh_bundle_cache,
+    add_item,
+    all_items,
+    sdk_factory,
+    served_record,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -75,7 +81,7 @@ def test_restricted_items_are_absent_from_get_context(tenant: Tenant, hidden, sd
     assert hidden["confidential"] in [i["ref"] for i in all_items(bundle)] + [
         p["ref"] for p in bundle["pointers"]
     ]
-    record = ContextRequest.objects.get(context_id=bundle["context_id"])
+    record = served_record(bundle["context_id"])
     assert not set(record.refs) & set(restricted)
     assert visible.ref
 

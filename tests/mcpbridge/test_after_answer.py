@@ -1,0 +1,42 @@
+"""A new bundle's audit record is written once its answer is sent, not before (direct path)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from memory.context import serve
+from memory.models import ContextRequest
+from tests.conftest import LiveServer, Tenant
+from tests.readpath import _fresh_bundle_cache, add_item, raw_call, served_record  # noqa: F401
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_the_answer_does_not_wait_for_the_bundles_record(
+    tenant: Tenant, live: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_item(tenant.projects["platform"], "Deploys go through the release train.")
+    token, connection = tenant.issue()
+    release = threading.Event()
+    real = serve.context_request_record
+
+    def held(**kwargs: Any) -> None:
+        release.wait(timeout=5)  # were the answer to wait for this, it would come 5 s late
+        real(**kwargs)
+
+    monkeypatch.setattr(serve, "context_request_record", held)
+    # The direct path answers for a credential this process has verified before.
+    assert raw_call(live.mcp_url, token, "list_projects", {}).status_code == 200
+
+    response = raw_call(live.mcp_url, token, "get_context", {"project_id": "platform", "task": "deploy it"})
+
+    assert response.status_code == 200
+    bundle = response.json()["result"]["structuredContent"]
+    assert not release.is_set()
+    assert not ContextRequest.objects.filter(context_id=bundle["context_id"]).exists()
+    release.set()
+    record = served_record(bundle["context_id"])
+    assert (record.connection_id, record.task) == (connection.pk, "deploy it")
