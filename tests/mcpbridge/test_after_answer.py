@@ -9,6 +9,7 @@ import pytest
 
 from memory.context import serve
 from memory.models import ContextRequest
+from memory.services import context_request_record
 from tests.conftest import LiveServer, Tenant
 from tests.readpath import _fresh_bundle_cache, add_item, raw_call, served_record  # noqa: F401
 
@@ -21,7 +22,7 @@ def test_the_answer_does_not_wait_for_the_bundles_record(
     add_item(tenant.projects["platform"], "Deploys go through the release train.")
     token, connection = tenant.issue()
     release = threading.Event()
-    real = serve.context_request_record
+    real = context_request_record
 
     def held(**kwargs: Any) -> None:
         release.wait(timeout=5)  # were the answer to wait for this, it would come 5 s late
