@@ -15,7 +15,7 @@ from itertools import chain, repeat
 from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import F, OuterRef, QuerySet, Subquery
 
 from memory import search
 from memory.contract import ProjectEntry, ProjectList, SearchPage, SearchResult
@@ -28,7 +28,7 @@ from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 from workspaces.prepared import Prepared
 from workspaces.scope import AgentScope, item_condition
-from workspaces.selectors import project_catalogue_entries
+from workspaces.selectors import project_catalogue_entries, project_in_scope
 
 
 def agent_facts(scope: AgentScope, project: Project) -> QuerySet[Fact]:
@@ -230,6 +230,46 @@ def latest_publication(workspace_id: int) -> PublicationState | None:
     """The newest publication's state, with its workspace's publish cadence, in one query."""
     rows = _LATEST_PUBLICATION.rows(workspace_id)
     return PublicationState(*rows[0]) if rows else None
+
+
+_PROJECT_COLUMNS = tuple(field.attname for field in Project._meta.concrete_fields)
+
+
+def _project_and_publication_query(workspace_id: int, slug: str) -> QuerySet[Project, tuple[Any, ...]]:
+    newest = Publication.objects.filter(workspace_id=OuterRef("workspace_id")).order_by("-version")
+    of_newest = {f"newest_{name}": Subquery(newest.values(name)[:1]) for name in PublicationState._fields[:3]}
+    return (
+        Project.objects.filter(workspace_id=workspace_id, slug=slug)
+        .annotate(**of_newest, cadence=F("workspace__publish_cadence"))
+        .values_list(*_PROJECT_COLUMNS, *of_newest, "cadence")[:1]
+    )
+
+
+_PROJECT_AND_PUBLICATION = Prepared(_project_and_publication_query)
+
+
+class ProjectAt(NamedTuple):
+    """A project an agent asked for, and its workspace's newest publication (None before any)."""
+
+    project: Project
+    publication: PublicationState | None
+
+
+def project_for_context(scope: AgentScope, project_id: str) -> ProjectAt:
+    """`project_for_agent` and `latest_publication`, in one statement: what get_context reads first.
+
+    The project is read in the credential's workspace and checked as `project_for_agent` checks
+    it (workspaces.selectors.project_in_scope); the publication is that workspace's.
+    """
+    rows = _PROJECT_AND_PUBLICATION.rows(scope.workspace_id, project_id)
+    row = rows[0] if rows else ()
+    columns = len(_PROJECT_COLUMNS)
+    found = Project.from_db(Project.objects.db, _PROJECT_COLUMNS, row[:columns]) if row else None
+    project = project_in_scope(scope, project_id, found)  # raises without a row
+    version, content_version, compiled_at, cadence = row[columns:]
+    if version is None:
+        return ProjectAt(project, None)
+    return ProjectAt(project, PublicationState(version, content_version, compiled_at, cadence))
 
 
 MAX_SEARCH_OFFSET = 500

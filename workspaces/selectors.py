@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, cast
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 from workspaces import tokens
 from workspaces.exceptions import ForbiddenScope, NotFound, UnknownProject
@@ -194,14 +194,19 @@ def project_for_agent(scope: AgentScope, project_id: str) -> Project:
     is outside the credential's catalogue or data classes (restricted projects included).
     """
     found = _project_by_slug.objects(scope.workspace_id, project_id)
-    project = found[0] if found else None
-    if not isinstance(project, Project):
+    return project_in_scope(scope, project_id, found[0] if found else None)
+
+
+def project_in_scope(scope: AgentScope, project_id: str, found: Model | None) -> Project:
+    """The project the credential's workspace holds under the agent-supplied id (`found`, read by
+    the caller in that workspace), if the credential may see it: `project_for_agent`'s answer."""
+    if not isinstance(found, Project):
         raise UnknownProject(f"No project {project_id!r} exists in this workspace.")
     if not scope.sees_project(
-        workspace_id=project.workspace_id, project_id=project.pk, data_class=project.data_class
+        workspace_id=found.workspace_id, project_id=found.pk, data_class=found.data_class
     ):
         raise ForbiddenScope(f"Project {project_id!r} is not in this credential's catalogue.")
-    return project
+    return found
 
 
 def last_used_is_stale(connection: Connection, now: datetime) -> bool:

@@ -16,7 +16,7 @@ from django.utils import timezone
 from memory.context.compile import compile_bundle
 from memory.contract import Bundle, CompiledBundle, ErrorBody, Freshness, Identity
 from memory.retrieval import prefetch_query_vector
-from memory.selectors import latest_publication
+from memory.selectors import ProjectAt, latest_publication
 from memory.services import context_request_record
 from workspaces.after_answer import after_answer
 from workspaces.caches import cache
@@ -32,9 +32,15 @@ def _context_id(scope: AgentScope, project: Project, task: str, version: int) ->
 
 def context_for_agent(*, scope: AgentScope, project: Project, task: str) -> Bundle:
     """Serve the bundle for a task: from the cache when this publication already compiled it."""
+    return context_at(scope=scope, at=ProjectAt(project, latest_publication(scope.workspace_id)), task=task)
+
+
+def context_at(*, scope: AgentScope, at: ProjectAt, task: str) -> Bundle:
+    """`context_for_agent` for a project read with its workspace's newest publication
+    (`project_for_context`: one statement for both)."""
+    project, publication = at
     prefetch_query_vector(project.pk, task)
     now = timezone.now()
-    publication = latest_publication(scope.workspace_id)
     # Keyed by the last publication that changed memory: heartbeats keep the cache (and the
     # context_id), a published change replaces both in every process at once.
     version = (publication.content_version or publication.version) if publication else 0

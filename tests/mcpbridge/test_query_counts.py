@@ -55,10 +55,10 @@ def test_get_context_queries_when_compiled(memory: Tenant, django_assert_num_que
     token, _ = memory.issue()
     scope = _as_verified(token)
     args = GetContextArgs(project_id="platform", task="deploy the release train")
-    # project, publication, the standing items (policies, open threads, newest facts: one
-    # statement), the project's newest vector id (none here), the word index's look at rows
-    # committed since (here: its first read), one check of the ranked candidates against the
-    # scope, the chosen rows, the ContextRequest insert.
+    # the project with its workspace's newest publication (one statement), the standing items
+    # (policies, open threads, newest facts: one statement), the project's newest vector id
+    # (none here), the word index's look at rows committed since (here: its first read), one
+    # check of the ranked candidates against the scope, the chosen rows, the ContextRequest insert.
     with django_assert_num_queries(COMPILED):
         bundle = _get_context(scope, args)
     assert bundle["facts"]
@@ -72,7 +72,7 @@ def test_get_context_queries_when_cached(memory: Tenant, django_assert_num_queri
     scope = _as_verified(token)
     args = GetContextArgs(project_id="platform", task="deploy the release train")
     first = _get_context(scope, args)
-    with django_assert_num_queries(CACHED):  # project, publication
+    with django_assert_num_queries(CACHED):  # the project with the newest publication
         again = _get_context(scope, args)
     assert again["context_id"] == first["context_id"]
 
@@ -155,6 +155,6 @@ def test_search_memory_refuses_a_bad_cursor_before_searching(
         _search_memory(verified, SearchMemoryArgs(project_id="platform", query="deploy", cursor=other))
 
 
-COMPILED = 8
-CACHED = 2
+COMPILED = 7
+CACHED = 1
 SEARCH = 5

@@ -32,7 +32,7 @@ from django.test import override_settings
 
 from memory.cursors import cursor_make
 from memory.models import Fact, Proposal
-from memory.selectors import agent_facts, search_for_agent
+from memory.selectors import agent_facts, project_for_context, search_for_agent
 from memory.services import fact_create, proposal_consolidate, proposal_submit, workspace_open
 from tests.factories import UserFactory
 from workspaces.exceptions import UnforgetterError, UnknownProject
@@ -277,16 +277,27 @@ def test_catalogue_lists_exactly_the_visible_projects(world: World, case: Case) 
     assert listed == expected_project_visible(case), f"{case}: project_catalogue lists it: {listed}"
 
 
+def _for_context(scope: AgentScope, slug: str) -> Project:
+    return project_for_context(scope, slug).project
+
+
+# get_context reads the project with its workspace's newest publication, in one statement.
+RESOLVERS = {"project_for_agent": project_for_agent, "project_for_context": _for_context}
+
+
+@pytest.mark.parametrize("resolver", RESOLVERS)
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_project_for_agent_resolves_forbids_or_does_not_know(world: World, case: Case) -> None:
-    scope, project = world.scope(case), world.project(case)
-    got = outcome(lambda: project_for_agent(scope, project.slug))
-    assert got == expected_resolution(case), f"{case}: project_for_agent gave {got}"
+def test_project_resolution_resolves_forbids_or_does_not_know(
+    world: World, case: Case, resolver: str
+) -> None:
+    scope, project, resolve = world.scope(case), world.project(case), RESOLVERS[resolver]
+    got = outcome(lambda: resolve(scope, project.slug))
+    assert got == expected_resolution(case), f"{case}: {resolver} gave {got}"
     if got == "ok":
-        assert project_for_agent(scope, project.slug) == project, f"{case}: resolved another project"
+        assert resolve(scope, project.slug) == project, f"{case}: resolved another project"
     if case.tenant == "other":
         with pytest.raises(UnknownProject) as refused:
-            project_for_agent(scope, project.slug)
+            resolve(scope, project.slug)
         assert "matrix-other" not in refused.value.message, f"{case}: the refusal names the tenant"
 
 
