@@ -67,8 +67,8 @@ def time_budget_seconds() -> float:
 # Sent with the statement in one simple-query message: PostgreSQL runs the two as one implicit
 # transaction, so the transaction-local settings (the timeout, a search's own) apply to the
 # statement after them and are gone afterwards (the pooled connection keeps none), at no extra
-# round trip. Django's psycopg cursors bind parameters client-side, which allows the two
-# statements in one execute().
+# round trip. Only a cursor that binds parameters client-side may send two statements in one
+# execute(), so this one does whatever the connection's cursors do (`_client_side_cursor`).
 def _pg_settings_prefix(count: int) -> str:
     return "SELECT " + ", ".join(["set_config(%s, %s, true)"] * count) + "; "
 
@@ -81,7 +81,7 @@ def bounded_rows(
     `local_settings` are PostgreSQL settings for this statement alone (ignored on SQLite).
     """
     timeout = _timeout_ms()
-    with db.cursor() as cursor:
+    with _client_side_cursor() if db.vendor == "postgresql" else db.cursor() as cursor:
         if db.vendor == "postgresql":
             wanted = {
                 **(local_settings or {}),
@@ -105,6 +105,16 @@ def bounded_rows(
         with _sqlite_deadline(timeout):
             cursor.execute(sql, params)
             return list(cursor.fetchall())
+
+
+def _client_side_cursor() -> Any:
+    """A Django cursor (logged as the connection's are) over a psycopg cursor that binds
+    parameters client-side, whatever the connection's own cursors do (DB_PREPARED_STATEMENTS)."""
+    from psycopg import ClientCursor  # noqa: PLC0415 - PostgreSQL only
+
+    db.ensure_connection()
+    raw: Any = ClientCursor(db.connection)
+    return db.make_debug_cursor(raw) if db.queries_logged else db.make_cursor(raw)
 
 
 @contextmanager

@@ -138,6 +138,12 @@ elif _db["ENGINE"] in ("django.db.backends.postgresql", "django.db.backends.post
         "timeout": env.float("DB_POOL_TIMEOUT_SECONDS", default=10),
     }
     _db["CONN_MAX_AGE"] = 0  # the pool owns connection lifetime
+    if env.bool("DB_PREPARED_STATEMENTS", default=True):
+        # Parameters bound by the server, and each statement a connection has run twice kept
+        # prepared on it (psycopg's statement cache): a call's statements are then neither
+        # parsed nor planned again. Off for a pooler that moves sessions between connections
+        # (PgBouncer in transaction mode), where a prepared statement may not be there.
+        _db["OPTIONS"].update(server_side_binding=True, prepare_threshold=2)
 else:
     raise ImproperlyConfigured(f"Unsupported database engine {_db['ENGINE']!r}: use PostgreSQL or SQLite.")
 

@@ -223,6 +223,10 @@ class PreparedObjects(Prepared):
         )
 
 
+# The most parameters one statement may bind: PostgreSQL's protocol counts them in 16 bits once
+# the server binds them (unforgetter.settings, DB_PREPARED_STATEMENTS); SQLite allows 32,766.
+MAX_PARAMETERS = 65_535
+
 # Turns the WAL flush off for the current transaction only (see PreparedInsert.insert_unflushed).
 _NO_FLUSH = "set_config('synchronous_commit', 'off', true)"
 
@@ -267,7 +271,7 @@ class PreparedInsert:
         connection = connections[self._using]
         meta = self._model._meta
         fields = [f for f in meta.concrete_fields if f is not meta.pk and not getattr(f, "generated", False)]
-        size = max(1, connection.ops.bulk_batch_size(fields, instances))
+        size = max(1, min(connection.ops.bulk_batch_size(fields, instances), MAX_PARAMETERS // len(fields)))
         for start in range(0, len(instances), size):
             batch = instances[start : start + size]
             params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in batch for f in fields]

@@ -5,16 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection as db
 from django.utils import timezone
 
 from memory.models import ContextRequest, Fact, Proposal
 from memory.refs import new_proposal_ref
 from memory.retrieval import with_ids
+from memory.selectors import latest_publication
 from memory.services import proposal_submit
 from tests.conftest import Tenant
 from tests.readpath import add_item
 from workspaces.models import Connection
 from workspaces.prepared import (
+    MAX_PARAMETERS,
     Prepared,
     PreparedInsert,
     PreparedObjects,
@@ -220,3 +223,37 @@ def test_a_table_read_by_primary_key_is_hinted_where_it_is_named_once() -> None:
     assert sqlite_by_primary_key(sql, "t") == hinted
     with pytest.raises(ValueError, match="one FROM"):
         sqlite_by_primary_key('SELECT 1 FROM "t" WHERE 1 UNION SELECT 2 FROM "t" WHERE 1', "t")
+
+
+def test_rows_past_what_one_statement_may_bind_go_in_several(tenant: Tenant) -> None:
+    """PostgreSQL binds at most 65,535 parameters a statement once the server binds them."""
+    _, connection = tenant.issue(actor="claude@tests")
+    fields = [f for f in ContextRequest._meta.concrete_fields if f is not ContextRequest._meta.pk]
+    count = MAX_PARAMETERS // len(fields) + 7
+    rows = [
+        ContextRequest(
+            context_id=f"ctx_{n}",
+            workspace_id=tenant.workspace.pk,
+            project=tenant.projects["platform"],
+            connection=connection,
+            actor="claude@tests",
+            task="bulk",
+            publication_version=1,
+            refs=[],
+        )
+        for n in range(count)
+    ]
+    PreparedInsert(ContextRequest).insert(rows)
+    assert ContextRequest.objects.filter(task="bulk").count() == count
+    assert len({row.pk for row in rows}) == count
+
+
+def test_on_postgresql_a_statement_run_again_is_kept_prepared(tenant: Tenant) -> None:
+    if db.vendor != "postgresql":
+        pytest.skip("PostgreSQL's prepared statements")
+    for _ in range(3):
+        latest_publication(tenant.workspace.pk)
+    with db.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [statement for (statement,) in cursor.fetchall()]
+    assert any('FROM "memory_publication"' in statement for statement in prepared), prepared
