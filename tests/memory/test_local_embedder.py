@@ -52,6 +52,17 @@ def test_a_text_has_the_same_vector_alone_and_among_others(local: minilm.MiniLM)
     assert np.array_equal(local.embed(list(reversed(TEXTS))), together[::-1])
 
 
+def test_a_text_has_the_same_vector_on_any_number_of_threads() -> None:
+    # EMBEDDER_THREADS is each process's own setting: workers set differently must store and
+    # compare vectors of one model, so the thread count may not change a single bit.
+    weights = minilm.model_zip()
+    assert weights is not None
+    folder = settings.UNFORGETTER["MODELS_DIR"]
+    one, two, three = (minilm.MiniLM(weights, folder=folder, threads=n).embed(TEXTS) for n in (1, 2, 3))
+    assert np.array_equal(one, two)
+    assert np.array_equal(one, three)
+
+
 def test_a_paraphrase_is_closer_than_an_unrelated_sentence(local: minilm.MiniLM) -> None:
     deploys, paraphrase, unrelated = local.embed([DEPLOYS, PARAPHRASE, UNRELATED])
     assert float(deploys @ paraphrase) > float(deploys @ unrelated) + 0.2
