@@ -115,11 +115,13 @@ def weights_file(model: Path) -> Path:
 def session_options(threads: int) -> onnxruntime.SessionOptions:
     """Every graph optimisation, `threads` threads per call, no thread spinning when idle, no arena.
 
-    ONNX Runtime's pool spins waiting for work by default, which burns a core per idle process;
-    `make run` starts one worker process per core, so each embeds on one thread by default. Its
-    CPU memory arena keeps the largest activations any text needed (a 128-token one) for the
-    process's life: without it, a text's buffers go back to malloc after each run, 5 MB less per
-    process at no measurable cost per text (they are small and malloc reuses them).
+    ONNX Runtime's pool spins waiting for work by default, which burns a core per idle process,
+    and `make run` starts one worker process per core: here its threads sleep when idle. How many
+    run a call is EMBEDDER_THREADS (two by default: a query's embedding is most of a new task's
+    get_context, and the vectors are bit-identical on any number). Its CPU memory arena keeps the
+    largest activations any text needed (a 128-token one) for the process's life: without it, a
+    text's buffers go back to malloc after each run, 5 MB less per process at no measurable cost
+    per text (they are small and malloc reuses them).
     """
     options = onnxruntime.SessionOptions()
     options.enable_cpu_mem_arena = False
