@@ -363,10 +363,8 @@ UNFORGETTER = {
     # Off by default: at 100,000 items the in-process index answers faster and finds more (README).
     "PGVECTOR": env.bool("PGVECTOR", default=False),
     # The local embedder: the folder its int8 model is built into once (memory.embeddings.minilm),
-    # and its threads per call: two where the process may run on two cores. A new task's query
-    # embedding is most of get_context's critical path; on 2 cores with a worker per core, two
-    # threads took its p50 over HTTP from 19.8 to 17.0 ms (SQLite) and 20.7 to 18.2 ms
-    # (PostgreSQL) for 3-6% fewer requests/s from 8 saturating clients. Vectors are bit-identical.
+    # and its threads per call: two where the process may run on two cores (README, "Retrieval",
+    # gives the measurements behind the default).
     "MODELS_DIR": Path(env.str("MODELS_DIR", default=str(BASE_DIR / "var" / "models"))),
     "EMBEDDER_THREADS": env.int("EMBEDDER_THREADS", default=min(2, USABLE_CORES)),
     "CURSOR_TTL": timedelta(seconds=env.int("CURSOR_TTL_SECONDS", default=15 * 60)),
