@@ -246,23 +246,28 @@ _SEEDED_COUNT = (
 def database_ready(url: str, sizes: Sizes) -> bool:
     """Whether a database seeded earlier with exactly these sizes exists (for --keep)."""
     # Only the seeded projects count: the write bench adds projects of its own.
-    row: Any = None
+    row = query_row(url, _SEEDED_COUNT, [WORKSPACE])
+    return row is not None and row[0] == sizes.workspace_items
+
+
+def query_row(url: str, sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+    """The first row of `sql` on the database at `url` (`{0}` marks each parameter), or None
+    when there is no such database or it cannot answer."""
     if url.startswith("sqlite:"):
         path = url.removeprefix("sqlite:///")
         if not Path(path).exists():
-            return False
+            return None
         try:
             with sqlite3.connect(path) as conn:
-                row = conn.execute(_SEEDED_COUNT.format("?"), [WORKSPACE]).fetchone()
+                found: tuple[Any, ...] | None = conn.execute(sql.format("?"), params).fetchone()
+                return found
         except sqlite3.Error:
-            return False
-    else:
-        try:
-            with psycopg.connect(url, connect_timeout=3) as conn:
-                row = conn.execute(_SEEDED_COUNT.format("%s").replace("%'", "%%'"), [WORKSPACE]).fetchone()
-        except psycopg.Error:
-            return False
-    return row is not None and row[0] == sizes.workspace_items
+            return None
+    try:
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            return conn.execute(sql.format("%s").replace("%'", "%%'"), params).fetchone()
+    except psycopg.Error:
+        return None
 
 
 def database_recreate(admin_url: str, name: str) -> None:
