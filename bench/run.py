@@ -755,9 +755,11 @@ def _semantic_rows(database_url: str, items: int) -> list[tuple[str, str, str, b
         return [("semantic side (bench/vectors.py)", "failed: " + done.stderr.strip()[-200:], "-", False)]
     timings = json.loads(done.stdout.strip().splitlines()[-1])
     rows: list[tuple[str, str, str, bool | None]] = []
+    threads = timings.get("embed_threads")
+    per_call = f", {threads} thread{'s' if threads != 1 else ''} a call" if threads else ""
     for key, name in (
         ("topk_ms", f"vector top-k over {items:,} rows"),
-        ("embed_ms", "query embedding of a task"),
+        ("embed_ms", f"query embedding of a task{per_call}"),
     ):
         samples = Latency([ms / 1000 for ms in timings[key]])
         if samples.samples:

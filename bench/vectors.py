@@ -9,8 +9,8 @@ project and what a new task costs, at the full size:
   rescoring) over ROWS unit vectors, as many as get_context asks for;
 - the query embedding of a task of 5-14 words with the configured local model.
 
-Prints one JSON object: {"topk_ms": [...], "embed_ms": [...]}. Run by bench/run.py with the
-benchmark's settings; the random vectors never reach a database.
+Prints one JSON object: {"topk_ms": [...], "embed_ms": [...], "embed_threads": N}. Run by
+bench/run.py with the benchmark's settings; the random vectors never reach a database.
 """
 
 from __future__ import annotations
@@ -71,7 +71,9 @@ def main() -> None:
         started = time.perf_counter()
         index.nearest(query, limit=CONTEXT_DEPTH * STALE_MARGIN, kinds=None, classes=DataClass.values)
         topk_ms.append((time.perf_counter() - started) * 1000)
-    print(json.dumps({"topk_ms": topk_ms, "embed_ms": embed_ms}))
+    # The local embedder's threads per call (EMBEDDER_THREADS, or as it chose by measuring).
+    threads = getattr(model, "threads", None)
+    print(json.dumps({"topk_ms": topk_ms, "embed_ms": embed_ms, "embed_threads": threads}))
 
 
 if __name__ == "__main__":

@@ -363,10 +363,10 @@ UNFORGETTER = {
     # Off by default: at 100,000 items the in-process index answers faster and finds more (README).
     "PGVECTOR": env.bool("PGVECTOR", default=False),
     # The local embedder: the folder its int8 model is built into once (memory.embeddings.minilm),
-    # and its threads per call: two where the process may run on two cores (README, "Retrieval",
-    # gives the measurements behind the default).
+    # and its threads per call: where the process may run on two cores, 0, which times one and two
+    # when the model loads and keeps the faster (memory.embeddings.minilm.threads_for).
     "MODELS_DIR": Path(env.str("MODELS_DIR", default=str(BASE_DIR / "var" / "models"))),
-    "EMBEDDER_THREADS": env.int("EMBEDDER_THREADS", default=min(2, USABLE_CORES)),
+    "EMBEDDER_THREADS": env.int("EMBEDDER_THREADS", default=0 if USABLE_CORES >= 2 else 1),
     "CURSOR_TTL": timedelta(seconds=env.int("CURSOR_TTL_SECONDS", default=15 * 60)),
     # The longest one ranking statement may run (memory.query_limits; 0: no limit).
     "SEARCH_STATEMENT_TIMEOUT_MS": env.int("SEARCH_STATEMENT_TIMEOUT_MS", default=2000),

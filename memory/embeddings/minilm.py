@@ -27,10 +27,13 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import os
+import statistics
 import struct
 import tempfile
 import threading
+import time
 import zipfile
 from pathlib import Path
 from typing import IO, Any
@@ -41,6 +44,8 @@ from tokenizers import Tokenizer
 
 from memory.heap import release_freed_memory
 
+logger = logging.getLogger(__name__)
+
 NAME = "all-MiniLM-L6-v2-int8"
 DIMENSIONS = 384
 PACKAGE = "all_minilm_l6_v2"
@@ -48,6 +53,12 @@ MAX_TOKENS = 128
 # Part of the built file's name: bump it whenever encoder_graph or the quantisation changes.
 BUILDER_VERSION = 2
 _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
+# threads=0 (EMBEDDER_THREADS' default on two cores or more): a process times one and two threads
+# per call on a task of an agent's length when it loads the model, interleaved, and keeps two only
+# where their median is at most TWO_THREADS_AT_MOST of one thread's (see `threads_for`).
+MEASURED_TASK = "Change the retry policy of invoice-worker for failed payments"
+MEASURED_RUNS = 15
+TWO_THREADS_AT_MOST = 0.85
 
 
 def model_zip() -> Path | None:
@@ -117,8 +128,8 @@ def session_options(threads: int) -> onnxruntime.SessionOptions:
 
     ONNX Runtime's pool spins waiting for work by default, which burns a core per idle process,
     and `make run` starts one worker process per core: here its threads sleep when idle. How many
-    run a call is EMBEDDER_THREADS (two by default: a query's embedding is most of a new task's
-    get_context, and the vectors are bit-identical on any number). Its CPU memory arena keeps the
+    run a call is EMBEDDER_THREADS (by default whichever of one and two embeds faster on the
+    machine, `threads_for`; the vectors are bit-identical on any number). Its CPU memory arena keeps the
     largest activations any text needed (a 128-token one) for the process's life: without it, a
     text's buffers go back to malloc after each run, 5 MB less per process at no measurable cost
     per text (they are small and malloc reuses them).
@@ -141,8 +152,59 @@ def session_options(threads: int) -> onnxruntime.SessionOptions:
     return options
 
 
+def threads_for(one: float, two: float) -> int:
+    """Threads per call, given a task's median embedding time on one thread and on two.
+
+    Machines of one kind differ here. On an AMD EPYC (Zen 2, no VNNI) two threads took a new
+    task's get_context over HTTP from 19.8 to 17.0 ms; on an Intel Xeon with AVX-512 VNNI, whose
+    int8 kernels take 1-3 ms a task, two threads were slower than one at every length (1.6 against
+    1.1 ms at 15 tokens, 4.0 against 3.0 at 60: waking the second thread for each operator costs
+    more than it shares), and one took get_context from 8.0 to 6.9 ms. Two are kept only when
+    clearly faster: one thread also leaves the other core to the request's own work.
+    """
+    return 2 if two <= TWO_THREADS_AT_MOST * one else 1
+
+
+def _session(model: Path, threads: int) -> onnxruntime.InferenceSession:
+    return onnxruntime.InferenceSession(
+        str(model), session_options(threads), providers=["CPUExecutionProvider"]
+    )
+
+
+def _measured_session(model: Path, tokenizer: Any) -> tuple[int, onnxruntime.InferenceSession]:
+    """A session on one thread per call or two, whichever `threads_for` keeps, timed here.
+
+    The two are timed in turn, so a busy machine slows both alike (and under contention two
+    threads lose: one is kept). About 0.1 s once per process; the other session is dropped.
+    """
+    ids = np.array([tokenizer.encode(MEASURED_TASK).ids], dtype=np.int64)
+    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+    sessions = {threads: _session(model, threads) for threads in (1, 2)}
+    times: dict[int, list[float]] = {threads: [] for threads in sessions}
+    for session in sessions.values():
+        session.run(None, feed)  # a session's first run sets itself up
+    for _ in range(MEASURED_RUNS):
+        for threads, session in sessions.items():
+            started = time.perf_counter()
+            session.run(None, feed)
+            times[threads].append(time.perf_counter() - started)
+    one, two = statistics.median(times[1]), statistics.median(times[2])
+    chosen = threads_for(one, two)
+    logger.info(
+        "local embedder: %d thread(s) per call (a task took %.2f ms on one, %.2f ms on two)",
+        chosen,
+        one * 1000,
+        two * 1000,
+    )
+    return chosen, sessions[chosen]
+
+
 class MiniLM:
-    """A sentence embedder: `embed(texts)` gives unit-length float32 rows, one per text."""
+    """A sentence embedder: `embed(texts)` gives unit-length float32 rows, one per text.
+
+    `threads` per call, or 0 for whichever of one and two is faster here (`threads_for`);
+    `threads` holds the count in use once the model is loaded.
+    """
 
     name = NAME
     dimensions = DIMENSIONS
@@ -150,7 +212,7 @@ class MiniLM:
     def __init__(self, path: Path, *, folder: Path, threads: int = 1) -> None:
         self._path = path
         self._folder = folder
-        self._threads = threads
+        self.threads = threads
         self._lock = threading.Lock()
         self._session: onnxruntime.InferenceSession | None = None
         self._tokenizer: Any = None
@@ -163,9 +225,10 @@ class MiniLM:
                 tokenizer.enable_truncation(MAX_TOKENS)
                 tokenizer.no_padding()  # the file pads every text to 128 tokens
                 model = built_model(self._path, self._folder)
-                self._session = onnxruntime.InferenceSession(
-                    str(model), session_options(self._threads), providers=["CPUExecutionProvider"]
-                )
+                if self.threads == 0:
+                    self.threads, self._session = _measured_session(model, tokenizer)
+                else:
+                    self._session = _session(model, self.threads)
                 self._tokenizer = tokenizer
                 release_freed_memory()
             return self._session, self._tokenizer

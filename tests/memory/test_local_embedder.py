@@ -63,6 +63,25 @@ def test_a_text_has_the_same_vector_on_any_number_of_threads() -> None:
     assert np.array_equal(one, three)
 
 
+def test_threads_by_measuring_keeps_the_faster_count_and_the_same_vectors() -> None:
+    # EMBEDDER_THREADS=0 (the default on two cores): the process times one and two threads per
+    # call when it loads the model and keeps one of them; the vectors cannot tell which.
+    weights = minilm.model_zip()
+    assert weights is not None
+    folder = settings.UNFORGETTER["MODELS_DIR"]
+    measured = minilm.MiniLM(weights, folder=folder, threads=0)
+    vectors = measured.embed(TEXTS)
+    assert measured.threads in (1, 2)
+    assert np.array_equal(vectors, minilm.MiniLM(weights, folder=folder, threads=1).embed(TEXTS))
+
+
+def test_two_threads_are_kept_only_where_clearly_faster_than_one() -> None:
+    assert minilm.threads_for(one=0.010, two=0.008) == 2
+    assert minilm.threads_for(one=0.010, two=0.0085) == 2
+    assert minilm.threads_for(one=0.010, two=0.009) == 1  # within the noise: one leaves a core free
+    assert minilm.threads_for(one=0.0011, two=0.0016) == 1
+
+
 def test_a_paraphrase_is_closer_than_an_unrelated_sentence(local: minilm.MiniLM) -> None:
     deploys, paraphrase, unrelated = local.embed([DEPLOYS, PARAPHRASE, UNRELATED])
     assert float(deploys @ paraphrase) > float(deploys @ unrelated) + 0.2
