@@ -39,8 +39,17 @@ Slot = tuple[int, int | None] | tuple[None, Any]
 class _Places(list[tuple[int, int | None]]):
     """The arguments' values one list parameter holds (PostgreSQL's `= ANY(%s)`), by place."""
 
-    def values(self, arguments: list[Any]) -> list[Any]:
-        return [arguments[a] if i is None else arguments[a][i] for a, i in self]
+    def values(self, arguments: list[Any]) -> list[Any] | str:
+        """The parameter's value: the list, or for integers the array's text (`{1,2,3}`).
+
+        psycopg dumps a list element by element (a type check, a conversion and a regular
+        expression for each), about a fifth of what a primary-key lookup of 136 ids costs in
+        all; PostgreSQL reads the text as an array of the column's type.
+        """
+        found = [arguments[a] if i is None else arguments[a][i] for a, i in self]
+        if all(type(value) is int for value in found):
+            return "{" + ",".join(map(str, found)) + "}"
+        return found
 
 
 class Prepared:

@@ -22,6 +22,7 @@ from workspaces.prepared import (
     PreparedInsert,
     PreparedObjects,
     PreparedUpdate,
+    _Places,
     sqlite_by_primary_key,
 )
 from workspaces.selectors import agent_scope
@@ -76,6 +77,15 @@ def test_a_list_taken_as_one_parameter_gets_each_calls_values(tenant: Tenant) ->
     for wanted in ([facts[0]], [facts[1], facts[0], 10**9], [facts[1]] * 3, [10**9, 10**9 + 1]):
         assert sorted(prepared.rows(workspace, wanted)) == sorted(build(workspace, wanted))
     assert [text for _, text in prepared.rows(workspace, [facts[1], 10**9])] == ["Service 2 exposes /readyz."]
+
+
+def test_a_list_parameter_of_integers_is_sent_as_one_array_literal() -> None:
+    # psycopg dumps a list element by element; PostgreSQL reads `{...}` as an array of the
+    # column's type. Lists of anything else are left to psycopg, which quotes them.
+    places = _Places([(0, 0), (0, 1), (1, None)])
+    assert places.values([[3, -1], 10**12]) == "{3,-1,1000000000000}"
+    assert places.values([["public", "internal"], "restricted"]) == ["public", "internal", "restricted"]
+    assert places.values([[True, 1], 2]) == [True, 1, 2]
 
 
 def test_columns_that_need_converting_come_back_as_the_orm_gives_them(tenant: Tenant) -> None:
