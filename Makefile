@@ -44,5 +44,5 @@ lint: setup
 bench: setup
 	$(PY) bench/run.py --database-url sqlite:///$(CURDIR)/var/bench.sqlite3 $(BENCH_ARGS)
 	$(PY) bench/run.py $(BENCH_ARGS)
-	$(PY) bench/full_vectors.py --database-url sqlite:///$(CURDIR)/var/quality-100000.sqlite3
-	$(PY) bench/full_vectors.py --vectors-from sqlite:///$(CURDIR)/var/quality-100000.sqlite3
+	$(if $(findstring --quick,$(BENCH_ARGS)),,$(PY) bench/full_vectors.py --database-url sqlite:///$(CURDIR)/var/quality-100000.sqlite3)
+	$(if $(findstring --quick,$(BENCH_ARGS)),,$(PY) bench/full_vectors.py --vectors-from sqlite:///$(CURDIR)/var/quality-100000.sqlite3)
