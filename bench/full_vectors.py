@@ -1,4 +1,4 @@
-"""get_context and search_memory over HTTP, every item embedded: `bench/full_vectors.py --database-url URL`.
+"""get_context and search_memory over HTTP, every item embedded: `bench/full_vectors.py [--database-url URL]`.
 
 `bench/run.py` embeds a few hundred of its million items before measuring (embedding them all
 would take an hour on some machines of this kind), so its get_context runs the hybrid ranking over

@@ -155,12 +155,10 @@ def session_options(threads: int) -> onnxruntime.SessionOptions:
 def threads_for(one: float, two: float) -> int:
     """Threads per call, given a task's median embedding time on one thread and on two.
 
-    Machines of one kind differ here. On an AMD EPYC (Zen 2, no VNNI) two threads took a new
-    task's get_context over HTTP from 19.8 to 17.0 ms; on an Intel Xeon with AVX-512 VNNI, whose
-    int8 kernels take 1-3 ms a task, two threads were slower than one at every length (1.6 against
-    1.1 ms at 15 tokens, 4.0 against 3.0 at 60: waking the second thread for each operator costs
-    more than it shares), and one took get_context from 8.0 to 6.9 ms. Two are kept only when
-    clearly faster: one thread also leaves the other core to the request's own work.
+    Machines of one kind differ here: two threads shortened get_context on one CPU and were
+    slower than one at every task length on another, where waking the second thread for each
+    operator cost more than it shared (README, "Retrieval", has the measurements). Two are kept
+    only when clearly faster: one thread also leaves the other core to the request's own work.
     """
     return 2 if two <= TWO_THREADS_AT_MOST * one else 1
 
