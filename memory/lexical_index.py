@@ -9,10 +9,10 @@ over them with numpy: every item holding a word of the query is scored, in a few
 the same way on SQLite and PostgreSQL and without planner statistics.
 
 The index only proposes candidates. What it knows of an item (kind, data class, state) is what
-its row said when it was indexed; callers check every candidate against the current row with the
-credential's scoped queryset (memory.retrieval) before anything is ranked or shown, and tell the
-index which candidates are no longer current (`mark_dead`): an item's state only ever moves from
-live (active, open) to superseded, closed or retracted, and a data class never changes in place.
+its row said when it was indexed; callers read every row they show with the credential's scoped
+queryset (memory.retrieval), and tell the index which candidates are no longer current
+(`mark_dead`): an item's state only ever moves from live (active, open) to superseded, closed or
+retracted, and a data class never changes in place.
 Document frequencies and the average item length are counted among the items the caller may
 see, so no hidden item sways a ranking.
 
@@ -171,8 +171,11 @@ class LexicalIndex:
     # (word, item) pair at 5 bytes: 13 MB less per 100,000 items.
     postings: dict[str, tuple[np.ndarray, np.ndarray]]
     dead: np.ndarray  # bool: found not current by a caller's check
+    # Whether `ids` ascend (rows are indexed in id order, unless a commit came out of it).
+    ascending: bool = True
     # Per filter (classes, states, kinds) and count of dead rows: its mask, rows and length norms.
     _views: dict[tuple[object, ...], _View] = field(default_factory=dict, repr=False, compare=False)
+    _order: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -307,6 +310,32 @@ class LexicalIndex:
                 held[excluded[0]] = False
         return [int(i) for i in np.sort(self.ids[held])[::-1][:limit]]
 
+    def admitted(
+        self,
+        fact_ids: Sequence[int],
+        *,
+        classes: Collection[str],
+        states: Collection[str],
+        kinds: Collection[str] | None,
+    ) -> dict[int, str]:
+        """Those of these items the filter lets through, as `rank` would, with their kinds.
+
+        An id the index does not hold is not admitted: it was not current when its project's rows
+        were read (or was added since, to be found on the next call).
+        """
+        if not len(fact_ids) or not len(self.ids):
+            return {}
+        wanted = np.asarray(fact_ids, dtype=np.int64)
+        last = len(self.ids) - 1
+        if self.ascending:
+            rows = np.minimum(np.searchsorted(self.ids, wanted), last)
+        else:
+            if self._order is None:
+                self._order = np.argsort(self.ids)
+            rows = self._order[np.minimum(np.searchsorted(self.ids, wanted, sorter=self._order), last)]
+        held = (self.ids[rows] == wanted) & self._view(classes, states, kinds).allowed[rows]
+        return dict(zip(wanted[held].tolist(), KIND_NAMES[self.kinds[rows[held]]].tolist(), strict=True))
+
     def mark_dead(self, fact_ids: Iterable[int]) -> None:
         """Rows a caller found no longer current: they stop being candidates (monotone)."""
         wanted = np.fromiter(fact_ids, dtype=np.int64)
@@ -397,14 +426,16 @@ def _built(rows: Iterable[_Row]) -> LexicalIndex:
             postings[word] = (parts[0][0].copy(), parts[0][1].copy())
         elif parts:
             postings[word] = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+    id_array = np.array(ids, dtype=np.int64)
     return LexicalIndex(
-        ids=np.array(ids, dtype=np.int64),
+        ids=id_array,
         kinds=np.array(kinds, dtype=np.uint8),
         classes=np.array(classes, dtype=np.uint8),
         states=np.array(states, dtype=np.uint8),
         lengths=row_lengths.astype(np.float32),
         postings=postings,
         dead=np.zeros(count, dtype=bool),
+        ascending=bool(np.all(id_array[1:] > id_array[:-1])),
     )
 
 
@@ -427,6 +458,9 @@ def _extended(index: LexicalIndex, rows: Sequence[_Row]) -> LexicalIndex:
         postings=postings,
         lengths=np.concatenate([index.lengths, added.lengths]),
         dead=np.concatenate([index.dead, added.dead]),
+        ascending=index.ascending
+        and added.ascending
+        and not (len(index.ids) and len(added.ids) and added.ids[0] <= index.ids[-1]),
     )
 
 

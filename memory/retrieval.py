@@ -12,12 +12,15 @@ The vector side is PostgreSQL's where it has pgvector (memory.embeddings.pgvecto
 among the caller's scoped rows, in one statement, and no vectors held in process), else the
 in-process index (memory.embeddings.index); both answer `nearest` and `vectors_of`.
 
-Both indexes only propose candidates: every one is checked against the item's current row with
-the caller's scoped queryset (project, data classes, never restricted, current state), so a
-stale or foreign entry can neither show nor count towards a page: the word index's candidates in
-one statement while the query's vector is still being embedded, then the vector side's that the
-words did not offer in another. Lexical candidates found no longer current are dropped from the
-word index for good.
+Both indexes only propose candidates, and nothing is shown but rows read with the caller's scoped
+queryset (project, data classes, never restricted, current state). search_memory checks every
+candidate against its current row before it counts, so a stale or foreign entry can neither show
+nor count towards a page: the word index's candidates in one statement while the query's vector
+is still being embedded, then the vector side's that the words did not offer in another.
+get_context ranks the candidates the word index admits (what it knows of each row: kind, data
+class, state when indexed) and reads only the rows it chose, through the scope; a chosen row
+retired since it was indexed is not read, so it is not served, and takes no slot next time.
+Candidates found no longer current are dropped from the word index for good.
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ def hybrid_rank(
     vectors: Vectors | None,
     depth: int = FUSION_DEPTH,
     lexical_filter: Callable[[list[Hit]], list[Hit]] | None = None,
-    rows_of: RowsOf,
+    rows_of: RowsOf | None,
     while_embedding: Callable[[list[Hit]], object] | None = None,
     index: LexicalIndex | None = None,
 ) -> list[Ranked]:
@@ -92,7 +95,11 @@ def hybrid_rank(
     `items` builds the caller's scoped queryset (PostgreSQL's vector side ranks within it; the
     in-process index never needs it, so it is not built for it), and `rows_of`
     reads the same scoped rows by id (`agent_rows`, compiled once): every candidate must be
-    among them to count. `vectors` is the project's index (`project_vectors`), None for the
+    among them to count. With `rows_of` None the candidates are not checked: the word index
+    admits them as it last knew their rows (`LexicalIndex.admitted`, for the vector side's too),
+    so a row retired since may still be ranked, and the caller must read every row it uses
+    through the scope and tell the index of those gone (`mark_dead`); search_memory, whose pages
+    count candidates, checks them. `vectors` is the project's index (`project_vectors`), None for the
     lexical ranking alone. The first `depth` of each ranking are fused; the order does not depend
     on `limit`. `while_embedding`, if the query's vector is still being embedded once the words'
     candidates are checked, is given them (current, best first) to do work of its own meanwhile.
@@ -119,11 +126,13 @@ def hybrid_rank(
             limit=wanted + STALE_EXTRA,
         )
 
-    checked = _Checked(rows_of, states, kinds)
+    checked = _Checked(rows_of, states, kinds) if rows_of is not None else None
     # Words first, and their candidates checked against the scope: the query's vector may still
     # be on its way (prefetch_query_vector), and the statement runs meanwhile.
     lexical = ranked_words()
     for attempt in range(MAX_RECHECKS + 1):
+        if checked is None:
+            break
         if attempt:
             lexical = ranked_words()
         current = checked.current([h.fact_id for h in lexical])
@@ -135,13 +144,16 @@ def hybrid_rank(
     if while_embedding is not None and vectors is not None and _embedding(query):
         while_embedding(lexical)
     semantic = _semantic(vectors, items, data_classes, states, query, kinds, depth) if vectors else []
-    # The vector side offers STALE_MARGIN times what is fused; the first `depth` (and a few more)
-    # are checked in one statement (those the words did not already offer), the rest only if
-    # too many of those were stale.
-    first = [i for i, _ in semantic[: depth + STALE_EXTRA]]
-    current = checked.current(first)
-    if len(first) < len(semantic) and sum(i in current for i in first) < depth:
-        current = checked.current([i for i, _ in semantic[len(first) :]])
+    if checked is None:
+        current = index.admitted([i for i, _ in semantic], classes=data_classes, states=states, kinds=kinds)
+    else:
+        # The vector side offers STALE_MARGIN times what is fused; the first `depth` (and a few
+        # more) are checked in one statement (those the words did not already offer), the rest
+        # only if too many of those were stale.
+        first = [i for i, _ in semantic[: depth + STALE_EXTRA]]
+        current = checked.current(first)
+        if len(first) < len(semantic) and sum(i in current for i in first) < depth:
+            current = checked.current([i for i, _ in semantic[len(first) :]])
     if lexical_filter is not None:
         lexical = lexical_filter(lexical)
     new = tuple.__new__  # Hit's own __new__ is Python: hundreds per call

@@ -192,11 +192,13 @@ def _ranked(
     """Facts, decisions and conventions best first, and methods, each with why it was chosen.
 
     One hybrid ranking (memory.retrieval: words and meaning, fused) scores facts and methods
-    together, and one fetch reads every chosen row, as a plain tuple: the rows, not the ranking,
-    are the costly part. Both reads name the content `version`, so rows this process already
-    read under it for the same scope are not read again (memory.selectors.agent_rows): while
-    the task's vector is being embedded, the rows the words alone would choose are read ahead,
-    and the fetch then reads only the chosen rows the meaning added.
+    together, its candidates unchecked, and one fetch reads every chosen row through the scope,
+    as a plain tuple: the rows, not the ranking, are the costly part, and a row the fetch does
+    not return (retired since the word index read it) is not served. Both reads name the
+    content `version`, so rows this process already read under it for the same scope are not
+    read again (memory.selectors.agent_rows): while the task's vector is being embedded, the
+    rows the words alone would choose are read ahead, and the fetch then reads only the chosen
+    rows the meaning added.
     """
     index, vectors = ranking_indexes(project.pk)
     had = {f.id for f in recent}
@@ -219,7 +221,8 @@ def _ranked(
             vectors=vectors,
             depth=RANK_CANDIDATES,
             lexical_filter=_strong,
-            rows_of=partial(agent_rows, scope, project, version=version),
+            # Not checked: the chosen rows are read through the scope below, and only they count.
+            rows_of=None,
             # Read ahead only into the rows kept per content version (none without one).
             while_embedding=read_ahead if version is not None else None,
             index=index,
@@ -232,17 +235,20 @@ def _ranked(
         hits = []
     fact_hits = [hit for hit in hits if hit.kind != Kind.METHOD][:CANDIDATES]
     method_hits = [hit for hit in hits if hit.kind == Kind.METHOD][:MAX_METHODS]
-    relevance = {hit.fact_id: hit.score for hit in fact_hits}
-    why = {hit.fact_id: _why(hit) for hit in [*fact_hits, *method_hits]}
-    top = max(relevance.values(), default=0.0) or 1.0
     rows = {f.id: f for f in recent}
     recent_ids = list(rows)
-    method_ids = [hit.fact_id for hit in method_hits]
-    missing = [i for i in dict.fromkeys([*relevance, *method_ids]) if i not in rows]
+    missing = [hit.fact_id for hit in [*fact_hits, *method_hits] if hit.fact_id not in rows]
     if missing:
         rows.update(
             (row[0], Item._make(row)) for row in agent_rows(scope, project, missing, COLUMNS, version=version)
         )
+        # Candidates are ranked as the word index last knew them: one retired since is not read
+        # through the scope, so it is left out, and the index stops offering it.
+        index.mark_dead([i for i in missing if i not in rows])
+    relevance = {hit.fact_id: hit.score for hit in fact_hits if hit.fact_id in rows}
+    why = {hit.fact_id: _why(hit) for hit in [*fact_hits, *method_hits]}
+    top = max(relevance.values(), default=0.0) or 1.0
+    method_ids = [hit.fact_id for hit in method_hits if hit.fact_id in rows]
 
     def score(fact: Item) -> float:
         rel = relevance.get(fact.id, 0.0) / top

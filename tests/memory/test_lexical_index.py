@@ -125,3 +125,37 @@ def test_a_views_kept_word_frequencies_rank_as_the_rows_would_without_them(
         assert kept == ranked(0, dead=dead, without=without)
         assert kept
         assert not set(dead) & {i for i, _ in kept}
+
+
+@pytest.mark.parametrize(
+    "ids", [[1, 2, 3, 4, 5], [1, 2, 3, 9, 5]], ids=["ascending", "committed-out-of-order"]
+)
+def test_the_index_admits_the_items_a_ranking_would_let_through(ids: list[int]) -> None:
+    rows = [
+        (ids[0], "fact", "internal", State.ACTIVE, "deploy the billing service"),
+        (ids[1], "method", "internal", State.ACTIVE, "how to deploy billing"),
+        (ids[2], "fact", "confidential", State.ACTIVE, "billing keys rotate"),
+    ]
+    later = [
+        (ids[3], "decision", "internal", State.ACTIVE, "billing deploys on tuesdays"),
+        (ids[4], "fact", "internal", State.ACTIVE, "search reindexes nightly"),
+    ]
+    # A block indexed after the first, as rows committed since are.
+    index = lexical_index._extended(lexical_index._built(iter(rows)), later)
+    assert index.ascending == (ids == sorted(ids))
+    index.mark_dead([ids[4]])
+    admitted = partial(index.admitted, [*reversed(ids), 7, 0, 10], states=[State.ACTIVE])
+    # Not held (7, 0, 10), dead, of another class or kind: not admitted; the rest with their kinds.
+    assert admitted(classes=["internal"], kinds=None) == {
+        ids[0]: "fact",
+        ids[1]: "method",
+        ids[3]: "decision",
+    }
+    assert admitted(classes=["internal", "confidential"], kinds=["fact"]) == {ids[0]: "fact", ids[2]: "fact"}
+    assert admitted(classes=["internal"], kinds=None) == {
+        h.fact_id: h.kind
+        for h in index.rank(
+            words("billing deploy"), classes=["internal"], states=[State.ACTIVE], kinds=None, limit=9
+        )
+    }
+    assert index.admitted([], classes=["internal"], states=[State.ACTIVE], kinds=None) == {}

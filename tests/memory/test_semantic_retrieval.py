@@ -18,11 +18,13 @@ from django.test import override_settings
 
 from memory import embeddings
 from memory.embeddings import query_vectors
-from memory.models import Embedding
+from memory.lexical_index import lexical_indexes
+from memory.models import Embedding, Fact, State
+from memory.services import publication_record
 from memory.services.embeddings import embeddings_missing, embeddings_prune, embeddings_refresh
 from memory.worker import ConsolidatorLoop
 from tests.conftest import LiveServer, Tenant
-from tests.readpath import RecordingMCPClient, _fresh_bundle_cache, add_item, sdk_factory  # noqa: F401
+from tests.readpath import RecordingMCPClient, _fresh_bundle_cache, add_item, all_items, sdk_factory  # noqa: F401
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -86,11 +88,15 @@ def test_the_vector_side_keeps_the_scope(tenant: Tenant, other_tenant: Tenant, s
     mine = add_item(tenant.projects["platform"], DEPLOYS)
     # The same meaning everywhere the credential must not reach: another project, a data class
     # it does not hold, restricted, no longer current, another workspace.
-    add_item(tenant.projects["handbook"], DEPLOYS)
-    add_item(tenant.projects["platform"], DEPLOYS + " (confidential)", data_class="confidential")
-    add_item(tenant.projects["platform"], DEPLOYS + " (restricted)", data_class="restricted")
-    add_item(tenant.projects["platform"], "The web frontend used to deploy on Mondays.", state="retracted")
-    add_item(other_tenant.projects["platform"], DEPLOYS)
+    elsewhere = [
+        add_item(tenant.projects["handbook"], DEPLOYS),
+        add_item(tenant.projects["platform"], DEPLOYS + " (confidential)", data_class="confidential"),
+        add_item(tenant.projects["platform"], DEPLOYS + " (restricted)", data_class="restricted"),
+        add_item(
+            tenant.projects["platform"], "The web frontend used to deploy on Mondays.", state="retracted"
+        ),
+        add_item(other_tenant.projects["platform"], DEPLOYS),
+    ]
     embeddings_refresh()
     token, _ = tenant.issue()
     client = sdk(token, mode)
@@ -98,6 +104,37 @@ def test_the_vector_side_keeps_the_scope(tenant: Tenant, other_tenant: Tenant, s
     handbook = _search(client, PARAPHRASE, project="handbook")
     assert len(handbook) == 1
     assert handbook[0]["ref"] != mine.ref
+    # A bundle's ranking does not check its candidates row by row: the word index admits the
+    # vector side's by what it knows of them, and the chosen rows are read through the scope.
+    bundle = client.ok("get_context", {"project_id": "platform", "task": PARAPHRASE})
+    served = {item["ref"] for item in all_items(bundle)} | {p["ref"] for p in bundle["pointers"]}
+    assert mine.ref in {f["ref"] for f in bundle["facts"]}
+    assert not served & {item.ref for item in elsewhere}
+
+
+def test_a_bundle_leaves_out_an_item_retired_since_it_was_indexed(tenant: Tenant, sdk, mode: str) -> None:
+    _distractors(tenant)
+    platform = tenant.projects["platform"]
+    deploys = add_item(platform, DEPLOYS)
+    embeddings_refresh()
+    client = sdk(tenant.issue()[0], mode)
+
+    def bundle_refs(task: str) -> set[str]:
+        bundle = client.ok("get_context", {"project_id": "platform", "task": task})
+        return {item["ref"] for item in all_items(bundle)} | {p["ref"] for p in bundle["pointers"]}
+
+    assert deploys.ref in bundle_refs("Ship the site to prod on the right weekday")
+    # Superseded in place, as a consolidator's conditional update does, with its publication:
+    # both indexes still hold the item, as they read it.
+    Fact.objects.filter(pk=deploys.pk).update(state=State.SUPERSEDED)
+    publication_record(workspace=tenant.workspace, published_count=1, changed=True)
+    assert deploys.ref not in bundle_refs("When does the web frontend go to production?")
+    index = lexical_indexes.get(platform.pk)
+    assert bool(index.dead[list(index.ids).index(deploys.pk)])  # no longer offered
+    # A word index read afresh never held it; the vector side still does, and is not admitted.
+    lexical_indexes.clear()
+    assert deploys.ref not in bundle_refs("Which weekday is the frontend deployed to production?")
+    assert deploys.pk not in lexical_indexes.get(platform.pk).ids
 
 
 def test_pages_of_a_hybrid_ranking_walk_every_item_once(tenant: Tenant, sdk, mode: str) -> None:
