@@ -24,7 +24,10 @@ urlpatterns = [
         name="oauth-authorization-server",
     ),
     path("admin/", admin.site.urls),
-    path("api/v1/", include("api.urls", namespace="api")),
+    # Not `include`, which imports api.urls at once: imported on the first request under api/v1/
+    # (or the first reverse()), since its OpenAPI annotations load drf-spectacular and with it
+    # django.test, 17 MB in every web worker, most of which only ever serve /mcp.
+    path("api/v1/", ("api.urls", "api", "api")),
     path("console/", include("console.urls", namespace="console")),
     re_path(r"^static/(?P<path>.*)$", static_asset, name="static"),
     path("oauth/", include("workspaces.oauth_urls", namespace="oauth2_provider")),

@@ -49,3 +49,29 @@ def test_without_a_broker_celery_is_not_loaded() -> None:
 def test_with_a_broker_the_configured_celery_app_is_the_current_one() -> None:
     loaded = _loaded(CELERY_BROKER_URL="redis://127.0.0.1:9/0")
     assert "app:unforgetter" in loaded
+
+
+_RESOLVED = """
+import sys
+import unforgetter.asgi
+from django.urls import resolve
+resolve("/healthz")
+resolve("/console/")
+print("before:", "api.urls" in sys.modules, "drf_spectacular.plumbing" in sys.modules)
+match = resolve("/api/v1/projects/")
+print("after:", match.view_name, "drf_spectacular.plumbing" in sys.modules)
+"""
+
+
+def test_the_rest_api_and_its_openapi_annotations_load_with_its_first_request() -> None:
+    # drf-spectacular's annotations import django.test: 17 MB no worker serving /mcp needs.
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    done = subprocess.run(
+        [sys.executable, "-c", _RESOLVED],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.stdout.split("\n")[:2] == ["before: False False", "after: api:projects True"]
