@@ -21,12 +21,12 @@ from rest_framework.views import APIView
 
 from api.authentication import ConnectionAuthentication
 from api.problems import PROBLEM_SCHEMA, problem_exception_handler
-from memory.context import bundle_markdown, context_at
+from memory.context import bundle_markdown, context_named
 from memory.contract import Bundle, SearchPage
 from memory.contract import ProjectList as ProjectListPayload
 from memory.contract_schemas import contract_schema
 from memory.metrics import CALL_SECONDS
-from memory.selectors import project_for_context, projects_for_agent, search_for_agent
+from memory.selectors import projects_for_agent, search_for_agent
 from workspaces.exceptions import InvalidRequest
 from workspaces.limits import credential_rate_check, credential_slot
 from workspaces.scope import AgentScope
@@ -115,7 +115,7 @@ class ProjectContext(AgentAPIView):
     def get(self, request: Request, project_id: str) -> Response:
         task = _valid(_ContextQuery(data=request.query_params))["task"]
         scope = self.scope(request)
-        return Response(context_at(scope=scope, at=project_for_context(scope, project_id), task=task))
+        return Response(context_named(scope=scope, project_id=project_id, task=task))
 
 
 class ProjectSearch(AgentAPIView):
@@ -150,5 +150,5 @@ class ProjectSnapshot(AgentAPIView):
     def get(self, request: Request, project_id: str) -> HttpResponse:
         task = _valid(_ContextQuery(data=request.query_params))["task"]
         scope = self.scope(request)
-        bundle = context_at(scope=scope, at=project_for_context(scope, project_id), task=task)
+        bundle = context_named(scope=scope, project_id=project_id, task=task)
         return HttpResponse(bundle_markdown(bundle), content_type="text/markdown; charset=utf-8")

@@ -36,11 +36,11 @@ from mcpbridge.schemas import (
     describe_validation_error,
 )
 from mcpbridge.threads import in_request_thread
-from memory.context import context_at
+from memory.context import context_named
 from memory.contract import Bundle, ProjectList, ProposalReceipt, SearchPage
 from memory.exceptions import ProtectedTarget
 from memory.metrics import CALL_SECONDS
-from memory.selectors import project_for_context, projects_for_agent, search_for_agent
+from memory.selectors import projects_for_agent, search_for_agent
 from memory.services import proposal_submit
 from workspaces.exceptions import InvalidRequest, UnforgetterError
 from workspaces.limits import credential_rate_check, credential_slot_async
@@ -147,7 +147,7 @@ def _list_projects(scope: AgentScope, args: ListProjectsArgs) -> ProjectList:
 
 
 def _get_context(scope: AgentScope, args: GetContextArgs) -> Bundle:
-    return context_at(scope=scope, at=project_for_context(scope, args.project_id), task=args.task)
+    return context_named(scope=scope, project_id=args.project_id, task=args.task)
 
 
 def _search_memory(scope: AgentScope, args: SearchMemoryArgs) -> SearchPage:

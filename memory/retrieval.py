@@ -219,12 +219,26 @@ def prefetch_query_vector(project_id: int, query: str) -> None:
 
     Called first thing by search_memory and get_context: the embedding (the costliest part of a
     new query) then overlaps the call's statements and its word ranking. Only for projects whose
-    vectors this process already keeps, so no project without vectors pays for an embedding.
+    vectors this process already keeps (`embeds_queries`), so no project without vectors pays
+    for an embedding.
     """
+    if embeds_queries(project_id):
+        prefetch_query_text(query)
+
+
+def embeds_queries(project_id: int) -> bool:
+    """Whether the project's ranking wants query vectors: this process keeps its vectors (no
+    statement)."""
     model = embedder()
-    if model is None or search.excluded(query) or not search.terms(query):
-        return
-    if indexes.holds(project_id, model.name) or pgvector.holds(project_id, model.name):
+    return model is not None and (
+        indexes.holds(project_id, model.name) or pgvector.holds(project_id, model.name)
+    )
+
+
+def prefetch_query_text(query: str) -> None:
+    """Start embedding the query now, for a ranking known to want its vector."""
+    model = embedder()
+    if model is not None and not search.excluded(query) and search.terms(query):
         query_vectors.prefetch(model, query)
 
 

@@ -18,6 +18,7 @@ from django.db import connection
 from django.test import override_settings
 
 from memory.context import standing_parts_clear
+from memory.context.serve import embedding_projects_clear
 from memory.embeddings import pgvector
 from memory.embeddings.index import indexes
 from memory.lexical_index import lexical_indexes
@@ -170,11 +171,12 @@ def _pgvector_detected(django_db_setup: None, django_db_blocker: Any) -> None:
 
 @pytest.fixture(autouse=True)
 def _fresh_read_indexes() -> None:
-    """Each test starts with no in-process word or vector index, standing part or kept row:
-    flushed databases reuse ids and publication versions."""
+    """Each test starts with no in-process word or vector index, standing part, kept row or
+    project known to embed its tasks: flushed databases reuse ids and publication versions."""
     lexical_indexes.clear()
     indexes.clear()
     standing_parts_clear()
+    embedding_projects_clear()
 
 
 @pytest.fixture(params=["pgvector", "in-process"])

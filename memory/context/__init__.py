@@ -8,13 +8,14 @@ identity.
 from memory.context.compile import compile_bundle, standing_parts_clear
 from memory.context.items import item_payload
 from memory.context.markdown import bundle_markdown
-from memory.context.serve import context_at, context_for_agent
+from memory.context.serve import context_at, context_for_agent, context_named
 
 __all__ = [
     "bundle_markdown",
     "compile_bundle",
     "context_at",
     "context_for_agent",
+    "context_named",
     "item_payload",
     "standing_parts_clear",
 ]

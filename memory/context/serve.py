@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from memory.context.compile import compile_bundle
 from memory.contract import Bundle, CompiledBundle, ErrorBody, Freshness, Identity
-from memory.retrieval import prefetch_query_vector
-from memory.selectors import ProjectAt, latest_publication
+from memory.retrieval import embeds_queries, prefetch_query_text, prefetch_query_vector
+from memory.selectors import ProjectAt, latest_publication, project_for_context
 from memory.services import context_request_record
 from workspaces.after_answer import after_answer
 from workspaces.caches import cache
@@ -33,6 +33,34 @@ def _context_id(scope: AgentScope, project: Project, task: str, version: int) ->
 def context_for_agent(*, scope: AgentScope, project: Project, task: str) -> Bundle:
     """Serve the bundle for a task: from the cache when this publication already compiled it."""
     return context_at(scope=scope, at=ProjectAt(project, latest_publication(scope.workspace_id)), task=task)
+
+
+# Projects, by (credential scope, slug), whose tasks this process embeds: a call naming one again
+# starts embedding its task before the project is read, a statement sooner. Keyed by the scope's
+# fingerprint, so a call's timing tells nothing of a project its own credential could not read.
+EMBEDDING_PROJECTS_KEPT = 10_000
+_embedding_projects: set[tuple[str, str]] = set()
+
+
+def context_named(*, scope: AgentScope, project_id: str, task: str) -> Bundle:
+    """`context_at` for a project named by its slug, read with `project_for_context` (refused
+    as `project_for_agent` refuses): what get_context does."""
+    known = (scope.fingerprint(), project_id)
+    if known in _embedding_projects:
+        prefetch_query_text(task)
+    at = project_for_context(scope, project_id)
+    bundle = context_at(scope=scope, at=at, task=task)
+    # Asked once served: the first call of a process loads the project's vectors.
+    if known not in _embedding_projects and embeds_queries(at.project.pk):
+        if len(_embedding_projects) >= EMBEDDING_PROJECTS_KEPT:
+            _embedding_projects.clear()
+        _embedding_projects.add(known)
+    return bundle
+
+
+def embedding_projects_clear() -> None:
+    """Forget which projects' tasks were embedded (ids are reused, e.g. by flushed test databases)."""
+    _embedding_projects.clear()
 
 
 def context_at(*, scope: AgentScope, at: ProjectAt, task: str) -> Bundle:

@@ -9,7 +9,8 @@ from django.core.cache import cache
 
 from memory import retrieval, selectors
 from memory.context import compile as compiling
-from memory.context import context_for_agent, standing_parts_clear
+from memory.context import context_for_agent, context_named, standing_parts_clear
+from memory.context import serve as serving
 from memory.context.items import COLUMNS
 from memory.embeddings import embedder
 from memory.lexical_index import Hit
@@ -17,6 +18,7 @@ from memory.services import publication_record
 from memory.services.embeddings import embeddings_refresh
 from tests.conftest import Tenant
 from tests.readpath import add_item
+from workspaces.exceptions import ForbiddenScope
 from workspaces.selectors import agent_scope, project_for_agent
 
 pytestmark = [
@@ -108,3 +110,37 @@ def test_the_read_ahead_is_given_the_current_candidates_best_first(
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
     assert all(h.kind in ("fact", "decision", "method") for h in hits)
+
+
+def test_a_project_this_scope_read_before_has_its_task_embedded_before_it_is_read_again(
+    project_memory: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[str] = []
+    reading = serving.project_for_context
+    prefetching = serving.prefetch_query_text
+
+    def read(scope: Any, project_id: str) -> Any:
+        events.append(f"read {project_id}")
+        return reading(scope, project_id)
+
+    def prefetch(task: str) -> None:
+        events.append("embed")
+        prefetching(task)
+
+    monkeypatch.setattr(serving, "project_for_context", read)
+    monkeypatch.setattr(serving, "prefetch_query_text", prefetch)
+    _, issued = project_memory.issue()
+    scope = agent_scope(issued)
+    context_named(scope=scope, project_id="platform", task=TASK)
+    assert events == ["read platform"]  # the first time, only once read does it embed the task
+    events.clear()
+    bundle = context_named(scope=scope, project_id="platform", task="when does the release train leave?")
+    assert events == ["embed", "read platform"]
+    assert bundle["facts"]
+    # Another credential, which may not read the project, learns nothing by its timing: it is
+    # refused before anything is embedded for it.
+    _, narrow = project_memory.issue(projects=["handbook"])
+    events.clear()
+    with pytest.raises(ForbiddenScope):
+        context_named(scope=agent_scope(narrow), project_id="platform", task=TASK)
+    assert events == ["read platform"]
