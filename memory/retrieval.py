@@ -36,9 +36,10 @@ from memory import search
 from memory.embeddings import embedder, pgvector, query_vectors
 from memory.embeddings.index import VectorIndex, indexes, newest_sql
 from memory.embeddings.pgvector import ProjectVectors
-from memory.lexical_index import Hit, LexicalIndex, lexical_indexes, words
+from memory.lexical_index import Hit, LexicalIndex, Probe, lexical_indexes, words
 from memory.models import Fact
 from memory.query_limits import bounded_query
+from workspaces.prepared import Beside
 
 RRF_K = 60
 # Below this cosine a neighbour is not offered at all: every query has nearest items, and a
@@ -248,23 +249,47 @@ def _embedding(query: str) -> bool:
     return model is not None and query_vectors.pending(model, query)
 
 
-def ranking_indexes(project_id: int) -> tuple[LexicalIndex, Vectors | None]:
+class IndexesProbe(NamedTuple):
+    """`ranking_indexes`' look at what a project's two indexes have not seen, as two scalar
+    statements (`beside`) a caller may run in a statement of its own (`Prepared.rows`)."""
+
+    beside: Beside
+    words: Probe
+    model: str
+
+
+def ranking_probe(project_id: int) -> IndexesProbe | None:
+    """The statement `ranking_indexes` would run, None where it must do more than one."""
+    model = embedder()
+    probe = lexical_indexes.probe(project_id)
+    if model is None or probe is None or pgvector.enabled():
+        return None
+    newest, params = newest_sql(project_id, model.name)
+    return IndexesProbe(Beside(f"({probe.sql}), ({newest})", [*probe.params, *params]), probe, model.name)
+
+
+def ranking_indexes(
+    project_id: int, probed: tuple[IndexesProbe, Sequence[Any]] | None = None
+) -> tuple[LexicalIndex, Vectors | None]:
     """The project's word index and vectors (`project_vectors`), each brought up to date.
 
     Each is kept up to date by a probe of the rows added since (the word index's count of rows
     above its watermark, the vector index's newest id); where both would run one, they go as one
-    statement of two values: a statement costs more than either probe.
+    statement of two values (`ranking_probe`): a statement costs more than either probe. `probed`
+    is that probe of the project and the two values a caller read with it.
     """
-    model = embedder()
-    probe = lexical_indexes.probe(project_id)
-    if model is None or probe is None or pgvector.enabled():
-        return lexical_indexes.get(project_id), project_vectors(project_id)
-    newest, params = newest_sql(project_id, model.name)
-    with connections[Fact.objects.db].cursor() as cursor:
-        cursor.execute(f"SELECT ({probe.sql}), ({newest})", [*probe.params, *params])
-        count, newest_id = cursor.fetchone()
-    index = lexical_indexes.get(project_id, probed=(probe, int(count)))
-    return index, indexes.at(project_id, model.name, newest_id)
+    if probed is None:
+        probe = ranking_probe(project_id)
+        if probe is None:
+            return lexical_indexes.get(project_id), project_vectors(project_id)
+        with connections[Fact.objects.db].cursor() as cursor:
+            cursor.execute(f"SELECT {probe.beside.sql}", probe.beside.params)
+            values: Sequence[Any] = cursor.fetchone()
+    else:
+        probe, values = probed
+    count, newest_id = values
+    index = lexical_indexes.get(project_id, probed=(probe.words, int(count)))
+    return index, indexes.at(project_id, probe.model, newest_id)
 
 
 def project_vectors(project_id: int) -> Vectors | None:

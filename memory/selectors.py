@@ -26,7 +26,7 @@ from memory.refs import is_ref
 from memory.retrieval import hybrid_rank, prefetch_query_vector, ranking_indexes, with_ids
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
-from workspaces.prepared import Prepared
+from workspaces.prepared import Beside, Prepared
 from workspaces.scope import AgentScope, item_condition
 from workspaces.selectors import project_catalogue_entries, project_in_scope
 
@@ -261,15 +261,23 @@ def project_for_context(scope: AgentScope, project_id: str) -> ProjectAt:
     The project is read in the credential's workspace and checked as `project_for_agent` checks
     it (workspaces.selectors.project_in_scope); the publication is that workspace's.
     """
-    rows = _PROJECT_AND_PUBLICATION.rows(scope.workspace_id, project_id)
+    return project_for_context_beside(scope, project_id, None)[0]
+
+
+def project_for_context_beside(
+    scope: AgentScope, project_id: str, beside: Beside | None
+) -> tuple[ProjectAt, tuple[Any, ...]]:
+    """`project_for_context`, and the values of `beside` run in the same statement."""
+    rows = _PROJECT_AND_PUBLICATION.rows(scope.workspace_id, project_id, beside=beside)
     row = rows[0] if rows else ()
     columns = len(_PROJECT_COLUMNS)
     found = Project.from_db(Project.objects.db, _PROJECT_COLUMNS, row[:columns]) if row else None
     project = project_in_scope(scope, project_id, found)  # raises without a row
-    version, content_version, compiled_at, cadence = row[columns:]
+    version, content_version, compiled_at, cadence = row[columns : columns + 4]
+    also = tuple(row[columns + 4 :])
     if version is None:
-        return ProjectAt(project, None)
-    return ProjectAt(project, PublicationState(version, content_version, compiled_at, cadence))
+        return ProjectAt(project, None), also
+    return ProjectAt(project, PublicationState(version, content_version, compiled_at, cadence)), also
 
 
 MAX_SEARCH_OFFSET = 500

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
@@ -34,6 +34,14 @@ Shape = tuple[int | None, ...]  # per argument: the length of a list argument, o
 # Where a compiled parameter's value comes from: (argument, index in it or None), or (None, a constant)
 # where the constant may be the _Places of one parameter holding a list (`= ANY(%s)`).
 Slot = tuple[int, int | None] | tuple[None, Any]
+
+
+class Beside(NamedTuple):
+    """Scalar statements run beside a prepared query, in its statement: `(SELECT ...), (SELECT ...)`
+    and their parameters. Their values end each of its rows, as the database returns them."""
+
+    sql: str
+    params: list[Any]
 
 
 class _Places(list[tuple[int, int | None]]):
@@ -75,8 +83,9 @@ class Prepared:
         # (vendor, shape) -> its SQL and slots, or None where the ORM knows the answer is empty
         self._compiled: dict[tuple[str, Shape], tuple[str, list[Slot], SQLCompiler] | None] = {}
 
-    def rows(self, *args: Any) -> list[tuple[Any, ...]]:
-        ran = self._run(args)
+    def rows(self, *args: Any, beside: Beside | None = None) -> list[tuple[Any, ...]]:
+        """The query's rows for `args`; with `beside`, each row also ends with its values."""
+        ran = self._run(args, beside)
         if ran is None:
             return []
         compiler, fetched = ran
@@ -85,7 +94,7 @@ class Prepared:
             return [tuple(row) for row in compiler.apply_converters(fetched, converters)]
         return [tuple(row) for row in fetched]
 
-    def _run(self, args: Sequence[Any]) -> tuple[SQLCompiler, list[Any]] | None:
+    def _run(self, args: Sequence[Any], beside: Beside | None = None) -> tuple[SQLCompiler, list[Any]] | None:
         """The compiler of the query's shape and the rows its SQL returns with `args`."""
         connection = connections[self._using]
         shape: Shape = tuple(len(a) if isinstance(a, list | tuple | set | frozenset) else None for a in args)
@@ -103,6 +112,10 @@ class Prepared:
             else (i.values(values) if isinstance(i, _Places) else i)
             for a, i in slots
         ]
+        if beside is not None:
+            # Its values go after the query's columns, which keep their places (and converters).
+            sql = f"SELECT prepared.*, {beside.sql} FROM ({sql}) AS prepared"  # noqa: S608
+            params = [*beside.params, *params]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return compiler, cursor.fetchall()

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from django.conf import settings
@@ -28,7 +28,7 @@ from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, 
 from memory.lexical_index import Hit
 from memory.models import Fact, Kind, State
 from memory.query_limits import QueryTooCostly
-from memory.retrieval import Ranked, hybrid_rank, ranking_indexes
+from memory.retrieval import IndexesProbe, Ranked, hybrid_rank, ranking_indexes
 from memory.selectors import agent_facts, agent_rows, row_cache_clear
 from workspaces.models import Project
 from workspaces.scope import AgentScope
@@ -164,6 +164,7 @@ class Ranking(Protocol):
         now: datetime,
         recent: list[Item],
         version: int | None,
+        probed: tuple[IndexesProbe, Sequence[Any]] | None,
     ) -> _Ranked: ...
 
 
@@ -187,7 +188,13 @@ def _why(hit: Ranked) -> str:
 
 
 def _ranked(
-    scope: AgentScope, project: Project, task: str, now: datetime, recent: list[Item], version: int | None
+    scope: AgentScope,
+    project: Project,
+    task: str,
+    now: datetime,
+    recent: list[Item],
+    version: int | None,
+    probed: tuple[IndexesProbe, Sequence[Any]] | None,
 ) -> _Ranked:
     """Facts, decisions and conventions best first, and methods, each with why it was chosen.
 
@@ -200,7 +207,7 @@ def _ranked(
     rows the words alone would choose are read ahead, and the fetch then reads only the chosen
     rows the meaning added.
     """
-    index, vectors = ranking_indexes(project.pk)
+    index, vectors = ranking_indexes(project.pk, probed)
     had = {f.id for f in recent}
 
     def read_ahead(lexical: list[Hit]) -> None:
@@ -294,11 +301,13 @@ def compile_bundle(
     *,
     version: int | None = None,
     ranking: Ranking | None = None,
+    probed: tuple[IndexesProbe, Sequence[Any]] | None = None,
 ) -> CompiledBundle:
     """The bundle's sections, without freshness and identity (which belong to each serving).
 
     The standing part comes from `standing_part` (kept per content `version`); only `ranking`
-    (the task-specific part, `_ranked` by default) runs for each new task.
+    (the task-specific part, `_ranked` by default) runs for each new task, with `probed` (the
+    project's `ranking_probe` and its values) if the caller read them.
     """
     limits = settings.UNFORGETTER
     budget = _Budget(items=limits["CONTEXT_MAX_ITEMS"], chars=limits["CONTEXT_MAX_CHARS"])
@@ -313,7 +322,7 @@ def compile_bundle(
         budget.chars -= len(fact.text)
         served.append(fact.ref)
 
-    ranked = (ranking or _ranked)(scope, project, task, now, standing.recent, version)
+    ranked = (ranking or _ranked)(scope, project, task, now, standing.recent, version, probed)
     duplicates = NearDuplicates(ranked.vectors)
     # Facts alone would fill any budget in a large project: each section keeps room for the first
     # few items of the sections after it (the newest open threads, the best methods).

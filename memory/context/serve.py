@@ -9,14 +9,22 @@ next call in every process. Heartbeat publications move `compiled_at` but keep t
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.utils import timezone
 
 from memory.context.compile import compile_bundle
 from memory.contract import Bundle, CompiledBundle, ErrorBody, Freshness, Identity
-from memory.retrieval import embeds_queries, prefetch_query_text, prefetch_query_vector
-from memory.selectors import ProjectAt, latest_publication, project_for_context
+from memory.retrieval import (
+    IndexesProbe,
+    embeds_queries,
+    prefetch_query_text,
+    prefetch_query_vector,
+    ranking_probe,
+)
+from memory.selectors import ProjectAt, latest_publication, project_for_context_beside
 from memory.services import context_request_record
 from workspaces.after_answer import after_answer
 from workspaces.caches import cache
@@ -35,26 +43,32 @@ def context_for_agent(*, scope: AgentScope, project: Project, task: str) -> Bund
     return context_at(scope=scope, at=ProjectAt(project, latest_publication(scope.workspace_id)), task=task)
 
 
-# Projects, by (credential scope, slug), whose tasks this process embeds: a call naming one again
-# starts embedding its task before the project is read, a statement sooner. Keyed by the scope's
-# fingerprint, so a call's timing tells nothing of a project its own credential could not read.
+# Projects, by (credential scope, slug), whose tasks this process embeds, with their ids: a call
+# naming one again starts embedding its task before the project is read, and reads what its
+# indexes have not seen in the project's statement (`ranking_probe`), a statement fewer. Keyed by
+# the scope's fingerprint, so a call's timing tells nothing of a project its credential could not
+# read (it is refused all the same, and what was read beside it is not used).
 EMBEDDING_PROJECTS_KEPT = 10_000
-_embedding_projects: set[tuple[str, str]] = set()
+_embedding_projects: dict[tuple[str, str], int] = {}
 
 
 def context_named(*, scope: AgentScope, project_id: str, task: str) -> Bundle:
     """`context_at` for a project named by its slug, read with `project_for_context` (refused
     as `project_for_agent` refuses): what get_context does."""
     known = (scope.fingerprint(), project_id)
-    if known in _embedding_projects:
+    embedding = _embedding_projects.get(known)
+    probe = None
+    if embedding is not None:
         prefetch_query_text(task)
-    at = project_for_context(scope, project_id)
-    bundle = context_at(scope=scope, at=at, task=task)
+        probe = ranking_probe(embedding)
+    at, values = project_for_context_beside(scope, project_id, probe.beside if probe else None)
+    probed = (probe, values) if probe is not None and at.project.pk == embedding else None
+    bundle = context_at(scope=scope, at=at, task=task, probed=probed)
     # Asked once served: the first call of a process loads the project's vectors.
-    if known not in _embedding_projects and embeds_queries(at.project.pk):
+    if embedding != at.project.pk and embeds_queries(at.project.pk):
         if len(_embedding_projects) >= EMBEDDING_PROJECTS_KEPT:
             _embedding_projects.clear()
-        _embedding_projects.add(known)
+        _embedding_projects[known] = at.project.pk
     return bundle
 
 
@@ -63,9 +77,12 @@ def embedding_projects_clear() -> None:
     _embedding_projects.clear()
 
 
-def context_at(*, scope: AgentScope, at: ProjectAt, task: str) -> Bundle:
+def context_at(
+    *, scope: AgentScope, at: ProjectAt, task: str, probed: tuple[IndexesProbe, Sequence[Any]] | None = None
+) -> Bundle:
     """`context_for_agent` for a project read with its workspace's newest publication
-    (`project_for_context`: one statement for both)."""
+    (`project_for_context`: one statement for both), and with it `probed`, the project's
+    `ranking_probe` and its values, if read."""
     project, publication = at
     prefetch_query_vector(project.pk, task)
     now = timezone.now()
@@ -78,7 +95,9 @@ def context_at(*, scope: AgentScope, at: ProjectAt, task: str) -> Bundle:
     cache_key = f"unforgetter:context:{context_id}"
     bundle: CompiledBundle | None = cache.get(cache_key)
     if bundle is None:
-        compiled = compile_bundle(scope, project, task, now, version=version if publication else None)
+        compiled = compile_bundle(
+            scope, project, task, now, version=version if publication else None, probed=probed
+        )
 
         def record_and_keep() -> None:
             context_request_record(

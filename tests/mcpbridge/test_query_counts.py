@@ -133,6 +133,12 @@ def test_hybrid_reads_check_the_vector_sides_new_candidates_in_one_more_statemen
         bundle = _get_context(scope, GetContextArgs(project_id="platform", task=question))
     assert not bundle["methods"]
     assert meaning.ref in {f["ref"] for f in bundle["facts"]}
+    # Once this scope's bundles embed the project's tasks, the project's statement also reads
+    # what the two indexes have not seen: one statement fewer again (and the standing part is
+    # kept per content version: none for it).
+    with django_assert_num_queries(COMPILED - 1 - 1 - 1 - 1):
+        again = _get_context(scope, GetContextArgs(project_id="platform", task="how is an app shipped?"))
+    assert meaning.ref in {f["ref"] for f in again["facts"]}
 
 
 def test_search_memory_queries_by_ref(memory: Tenant, django_assert_num_queries) -> None:

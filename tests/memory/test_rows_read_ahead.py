@@ -116,18 +116,18 @@ def test_a_project_this_scope_read_before_has_its_task_embedded_before_it_is_rea
     project_memory: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     events: list[str] = []
-    reading = serving.project_for_context
+    reading = serving.project_for_context_beside
     prefetching = serving.prefetch_query_text
 
-    def read(scope: Any, project_id: str) -> Any:
-        events.append(f"read {project_id}")
-        return reading(scope, project_id)
+    def read(scope: Any, project_id: str, beside: Any) -> Any:
+        events.append(f"read {project_id}" + (" and what its indexes have not seen" if beside else ""))
+        return reading(scope, project_id, beside)
 
     def prefetch(task: str) -> None:
         events.append("embed")
         prefetching(task)
 
-    monkeypatch.setattr(serving, "project_for_context", read)
+    monkeypatch.setattr(serving, "project_for_context_beside", read)
     monkeypatch.setattr(serving, "prefetch_query_text", prefetch)
     _, issued = project_memory.issue()
     scope = agent_scope(issued)
@@ -135,7 +135,7 @@ def test_a_project_this_scope_read_before_has_its_task_embedded_before_it_is_rea
     assert events == ["read platform"]  # the first time, only once read does it embed the task
     events.clear()
     bundle = context_named(scope=scope, project_id="platform", task="when does the release train leave?")
-    assert events == ["embed", "read platform"]
+    assert events == ["embed", "read platform and what its indexes have not seen"]
     assert bundle["facts"]
     # Another credential, which may not read the project, learns nothing by its timing: it is
     # refused before anything is embedded for it.
