@@ -26,11 +26,10 @@ from memory.contract import Bundle, SearchPage
 from memory.contract import ProjectList as ProjectListPayload
 from memory.contract_schemas import contract_schema
 from memory.metrics import CALL_SECONDS
-from memory.selectors import projects_for_agent, search_for_agent
+from memory.selectors import projects_for_agent, search_named
 from workspaces.exceptions import InvalidRequest
 from workspaces.limits import credential_rate_check, credential_slot
 from workspaces.scope import AgentScope
-from workspaces.selectors import project_for_agent
 
 
 # drf-spectacular's extension registry (__init_subclass__) is untyped.
@@ -127,9 +126,8 @@ class ProjectSearch(AgentAPIView):
     def get(self, request: Request, project_id: str) -> Response:
         query = _valid(_SearchQuery(data=request.query_params))
         scope = self.scope(request)
-        project = project_for_agent(scope, project_id)
         return Response(
-            search_for_agent(scope=scope, project=project, query=query["q"], cursor=query.get("cursor"))
+            search_named(scope=scope, project_id=project_id, query=query["q"], cursor=query.get("cursor"))
         )
 
 

@@ -40,13 +40,12 @@ from memory.context import context_named
 from memory.contract import Bundle, ProjectList, ProposalReceipt, SearchPage
 from memory.exceptions import ProtectedTarget
 from memory.metrics import CALL_SECONDS
-from memory.selectors import projects_for_agent, search_for_agent
+from memory.selectors import projects_for_agent, search_named
 from memory.services import proposal_submit
 from workspaces.exceptions import InvalidRequest, UnforgetterError
 from workspaces.limits import credential_rate_check, credential_slot_async
 from workspaces.outages import OUTAGE_ERRORS, unavailable
 from workspaces.scope import AgentScope
-from workspaces.selectors import project_for_agent
 
 logger = logging.getLogger(__name__)
 
@@ -151,8 +150,7 @@ def _get_context(scope: AgentScope, args: GetContextArgs) -> Bundle:
 
 
 def _search_memory(scope: AgentScope, args: SearchMemoryArgs) -> SearchPage:
-    project = project_for_agent(scope, args.project_id)
-    return search_for_agent(scope=scope, project=project, query=args.query, cursor=args.cursor)
+    return search_named(scope=scope, project_id=args.project_id, query=args.query, cursor=args.cursor)
 
 
 def _propose_memory(scope: AgentScope, args: ProposeMemoryArgs) -> ProposalReceipt:

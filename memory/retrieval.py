@@ -39,7 +39,9 @@ from memory.embeddings.pgvector import ProjectVectors
 from memory.lexical_index import Hit, LexicalIndex, Probe, lexical_indexes, words
 from memory.models import Fact
 from memory.query_limits import bounded_query
+from workspaces.models import Project
 from workspaces.prepared import Beside
+from workspaces.scope import AgentScope
 
 RRF_K = 60
 # Below this cosine a neighbour is not offered at all: every query has nearest items, and a
@@ -266,6 +268,53 @@ def ranking_probe(project_id: int) -> IndexesProbe | None:
         return None
     newest, params = newest_sql(project_id, model.name)
     return IndexesProbe(Beside(f"({probe.sql}), ({newest})", [*probe.params, *params]), probe, model.name)
+
+
+# Projects, by (credential scope, slug), whose queries this process embeds, with their ids.
+# Keyed by the scope's fingerprint, so a call's timing tells nothing of a project its
+# credential could not read (it is refused all the same, and what was read beside it not used).
+EMBEDDING_PROJECTS_KEPT = 10_000
+_embedding_projects: dict[tuple[str, str], int] = {}
+
+
+class NamedProject:
+    """A call naming a project by its slug (get_context, search_memory), for one query.
+
+    Where this credential scope named the project before in this process and its queries are
+    embedded, the query starts embedding at once, before the project is even read, and the
+    project's statement can read what its indexes have not seen (`beside`): a statement fewer.
+    """
+
+    def __init__(self, scope: AgentScope, slug: str, query: str) -> None:
+        self._key = (scope.fingerprint(), slug)
+        self._expected = _embedding_projects.get(self._key)
+        self._probe = None
+        if self._expected is not None:
+            prefetch_query_text(query)
+            self._probe = ranking_probe(self._expected)
+
+    @property
+    def beside(self) -> Beside | None:
+        """What to read in the project's statement, if anything."""
+        return self._probe.beside if self._probe is not None else None
+
+    def probed(self, project: Project, values: Sequence[Any]) -> tuple[IndexesProbe, Sequence[Any]] | None:
+        """For `ranking_indexes`: the probe and the `values` read beside `project`, if for it."""
+        if self._probe is None or project.pk != self._expected:
+            return None
+        return self._probe, values
+
+    def served(self, project: Project) -> None:
+        """Called once the call was served (the first of a process loads the project's vectors)."""
+        if project.pk != self._expected and embeds_queries(project.pk):
+            if len(_embedding_projects) >= EMBEDDING_PROJECTS_KEPT:
+                _embedding_projects.clear()
+            _embedding_projects[self._key] = project.pk
+
+
+def embedding_projects_clear() -> None:
+    """Forget which projects' queries were embedded (ids are reused, e.g. by flushed test databases)."""
+    _embedding_projects.clear()
 
 
 def ranking_indexes(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from itertools import chain, repeat
@@ -23,7 +23,14 @@ from memory.cursors import cursor_make, cursor_offset
 from memory.excerpts import excerpt
 from memory.models import Fact, Publication, State
 from memory.refs import is_ref
-from memory.retrieval import hybrid_rank, prefetch_query_vector, ranking_indexes, with_ids
+from memory.retrieval import (
+    IndexesProbe,
+    NamedProject,
+    hybrid_rank,
+    prefetch_query_vector,
+    ranking_indexes,
+    with_ids,
+)
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
 from workspaces.prepared import Beside, Prepared
@@ -283,8 +290,31 @@ def project_for_context_beside(
 MAX_SEARCH_OFFSET = 500
 
 
+def search_named(*, scope: AgentScope, project_id: str, query: str, cursor: str | None = None) -> SearchPage:
+    """`search_for_agent` in a project named by its slug (refused as `project_for_agent` refuses):
+    what search_memory does. A project this scope named before has the query embedded and its
+    indexes probed early (memory.retrieval.NamedProject)."""
+    named = NamedProject(scope, project_id, query) if not is_ref(query.strip()) else None
+    at, values = project_for_context_beside(scope, project_id, named.beside if named else None)
+    page = search_for_agent(
+        scope=scope,
+        project=at.project,
+        query=query,
+        cursor=cursor,
+        probed=named.probed(at.project, values) if named else None,
+    )
+    if named is not None:
+        named.served(at.project)
+    return page
+
+
 def search_for_agent(
-    *, scope: AgentScope, project: Project, query: str, cursor: str | None = None
+    *,
+    scope: AgentScope,
+    project: Project,
+    query: str,
+    cursor: str | None = None,
+    probed: tuple[IndexesProbe, Sequence[Any]] | None = None,
 ) -> SearchPage:
     """One page of ranked, highlighted results, scoped to the project and the credential's classes.
 
@@ -292,7 +322,8 @@ def search_for_agent(
     Pages are slices of one deterministic ranking, so a cursor walks it without repeats.
 
     A query that is exactly an item ref retrieves that item, if the credential may see it; one
-    that only looks like a ref ("deploy_pipeline") is searched for as words.
+    that only looks like a ref ("deploy_pipeline") is searched for as words. `probed` is the
+    project's `ranking_probe` and its values, if the caller read them.
     """
     query = query.strip()
     if not query:
@@ -309,7 +340,7 @@ def search_for_agent(
         if not search.terms(query):
             raise InvalidRequest("query must contain at least one word or number.")
         prefetch_query_vector(project.pk, query)
-        index, vectors = ranking_indexes(project.pk)
+        index, vectors = ranking_indexes(project.pk, probed)
         ranked = hybrid_rank(
             items=partial(agent_facts, scope, project),
             project_id=project.pk,

@@ -18,10 +18,10 @@ from django.db import connection
 from django.test import override_settings
 
 from memory.context import standing_parts_clear
-from memory.context.serve import embedding_projects_clear
 from memory.embeddings import pgvector
 from memory.embeddings.index import indexes
 from memory.lexical_index import lexical_indexes
+from memory.retrieval import embedding_projects_clear
 from memory.services import workspace_open
 from tests.factories import UserFactory
 from tests.mcp_client import MCPClient

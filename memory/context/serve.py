@@ -17,13 +17,7 @@ from django.utils import timezone
 
 from memory.context.compile import compile_bundle
 from memory.contract import Bundle, CompiledBundle, ErrorBody, Freshness, Identity
-from memory.retrieval import (
-    IndexesProbe,
-    embeds_queries,
-    prefetch_query_text,
-    prefetch_query_vector,
-    ranking_probe,
-)
+from memory.retrieval import IndexesProbe, NamedProject, prefetch_query_vector
 from memory.selectors import ProjectAt, latest_publication, project_for_context_beside
 from memory.services import context_request_record
 from workspaces.after_answer import after_answer
@@ -43,38 +37,15 @@ def context_for_agent(*, scope: AgentScope, project: Project, task: str) -> Bund
     return context_at(scope=scope, at=ProjectAt(project, latest_publication(scope.workspace_id)), task=task)
 
 
-# Projects, by (credential scope, slug), whose tasks this process embeds, with their ids: a call
-# naming one again starts embedding its task before the project is read, and reads what its
-# indexes have not seen in the project's statement (`ranking_probe`), a statement fewer. Keyed by
-# the scope's fingerprint, so a call's timing tells nothing of a project its credential could not
-# read (it is refused all the same, and what was read beside it is not used).
-EMBEDDING_PROJECTS_KEPT = 10_000
-_embedding_projects: dict[tuple[str, str], int] = {}
-
-
 def context_named(*, scope: AgentScope, project_id: str, task: str) -> Bundle:
     """`context_at` for a project named by its slug, read with `project_for_context` (refused
-    as `project_for_agent` refuses): what get_context does."""
-    known = (scope.fingerprint(), project_id)
-    embedding = _embedding_projects.get(known)
-    probe = None
-    if embedding is not None:
-        prefetch_query_text(task)
-        probe = ranking_probe(embedding)
-    at, values = project_for_context_beside(scope, project_id, probe.beside if probe else None)
-    probed = (probe, values) if probe is not None and at.project.pk == embedding else None
-    bundle = context_at(scope=scope, at=at, task=task, probed=probed)
-    # Asked once served: the first call of a process loads the project's vectors.
-    if embedding != at.project.pk and embeds_queries(at.project.pk):
-        if len(_embedding_projects) >= EMBEDDING_PROJECTS_KEPT:
-            _embedding_projects.clear()
-        _embedding_projects[known] = at.project.pk
+    as `project_for_agent` refuses): what get_context does. A project this scope named before
+    has its task embedded and its indexes probed early (memory.retrieval.NamedProject)."""
+    named = NamedProject(scope, project_id, task)
+    at, values = project_for_context_beside(scope, project_id, named.beside)
+    bundle = context_at(scope=scope, at=at, task=task, probed=named.probed(at.project, values))
+    named.served(at.project)
     return bundle
-
-
-def embedding_projects_clear() -> None:
-    """Forget which projects' tasks were embedded (ids are reused, e.g. by flushed test databases)."""
-    _embedding_projects.clear()
 
 
 def context_at(

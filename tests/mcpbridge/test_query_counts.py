@@ -119,24 +119,23 @@ def test_hybrid_reads_check_the_vector_sides_new_candidates_in_one_more_statemen
     search = SearchMemoryArgs(project_id="platform", query=question)
     _search_memory(scope, search)  # loads the project's vector index (once per process)
     # ... then a lexical search's statements, one fewer (the two indexes' looks at what is new go
-    # in one statement once both are built), and one more: the word index's candidates are
-    # checked against the scope while the query's vector is embedded, then the vector
+    # in one statement once both are built, and that one in the project's: this scope named the
+    # project before, and its queries are embedded), and one more: the word index's candidates
+    # are checked against the scope while the query's vector is embedded, then the vector
     # neighbours the words did not offer, all of them in one statement.
-    with django_assert_num_queries(SEARCH - 1 + 1):
+    with django_assert_num_queries(SEARCH - 1):
         page = _search_memory(scope, search)
     found = {r["ref"]: r["why"] for r in page["results"]}
     assert found.get(meaning.ref) == "close in meaning to the query"
-    # A bundle's statements, one fewer likewise, and none for the vector side's candidates (the
+    # A bundle's statements, two fewer likewise, and none for the vector side's candidates (the
     # word index admits them, as it does its own) nor for the chosen rows: every fact chosen is
     # among the newest, which the standing part read.
-    with django_assert_num_queries(COMPILED - 1 - 1):
+    with django_assert_num_queries(COMPILED - 2 - 1):
         bundle = _get_context(scope, GetContextArgs(project_id="platform", task=question))
     assert not bundle["methods"]
     assert meaning.ref in {f["ref"] for f in bundle["facts"]}
-    # Once this scope's bundles embed the project's tasks, the project's statement also reads
-    # what the two indexes have not seen: one statement fewer again (and the standing part is
-    # kept per content version: none for it).
-    with django_assert_num_queries(COMPILED - 1 - 1 - 1 - 1):
+    # The standing part is kept per content version: none for it the next time.
+    with django_assert_num_queries(COMPILED - 2 - 1 - 1):
         again = _get_context(scope, GetContextArgs(project_id="platform", task="how is an app shipped?"))
     assert meaning.ref in {f["ref"] for f in again["facts"]}
 

@@ -112,12 +112,25 @@ def test_the_read_ahead_is_given_the_current_candidates_best_first(
     assert all(h.kind in ("fact", "decision", "method") for h in hits)
 
 
-def test_a_project_this_scope_read_before_has_its_task_embedded_before_it_is_read_again(
-    project_memory: Tenant, monkeypatch: pytest.MonkeyPatch
+def _bundle_named(scope: Any, project_id: str, query: str) -> Any:
+    return context_named(scope=scope, project_id=project_id, task=query)["facts"]
+
+
+def _page_named(scope: Any, project_id: str, query: str) -> Any:
+    return selectors.search_named(scope=scope, project_id=project_id, query=query)["results"]
+
+
+@pytest.mark.parametrize(
+    ("call", "module"),
+    [(_bundle_named, serving), (_page_named, selectors)],
+    ids=["get_context", "search_memory"],
+)
+def test_a_project_this_scope_read_before_has_its_query_embedded_before_it_is_read_again(
+    project_memory: Tenant, monkeypatch: pytest.MonkeyPatch, call: Any, module: Any
 ) -> None:
     events: list[str] = []
-    reading = serving.project_for_context_beside
-    prefetching = serving.prefetch_query_text
+    reading = module.project_for_context_beside
+    prefetching = retrieval.prefetch_query_text
 
     def read(scope: Any, project_id: str, beside: Any) -> Any:
         events.append(f"read {project_id}" + (" and what its indexes have not seen" if beside else ""))
@@ -127,20 +140,19 @@ def test_a_project_this_scope_read_before_has_its_task_embedded_before_it_is_rea
         events.append("embed")
         prefetching(task)
 
-    monkeypatch.setattr(serving, "project_for_context_beside", read)
-    monkeypatch.setattr(serving, "prefetch_query_text", prefetch)
+    monkeypatch.setattr(module, "project_for_context_beside", read)
+    monkeypatch.setattr(retrieval, "prefetch_query_text", prefetch)
     _, issued = project_memory.issue()
     scope = agent_scope(issued)
-    context_named(scope=scope, project_id="platform", task=TASK)
-    assert events == ["read platform"]  # the first time, only once read does it embed the task
+    call(scope, "platform", TASK)
+    assert events[0] == "read platform"  # the first time, only once read does it embed the query
     events.clear()
-    bundle = context_named(scope=scope, project_id="platform", task="when does the release train leave?")
-    assert events == ["embed", "read platform and what its indexes have not seen"]
-    assert bundle["facts"]
+    assert call(scope, "platform", "when does the release train leave?")
+    assert events[:2] == ["embed", "read platform and what its indexes have not seen"]
     # Another credential, which may not read the project, learns nothing by its timing: it is
     # refused before anything is embedded for it.
     _, narrow = project_memory.issue(projects=["handbook"])
     events.clear()
     with pytest.raises(ForbiddenScope):
-        context_named(scope=agent_scope(narrow), project_id="platform", task=TASK)
+        call(agent_scope(narrow), "platform", TASK)
     assert events == ["read platform"]
