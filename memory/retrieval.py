@@ -260,6 +260,10 @@ class IndexesProbe(NamedTuple):
     model: str
 
 
+# A probe and the two values read with it, given to `ranking_indexes` by a caller that read them.
+Probed = tuple[IndexesProbe, Sequence[Any]]
+
+
 def ranking_probe(project_id: int) -> IndexesProbe | None:
     """The statement `ranking_indexes` would run, None where it must do more than one."""
     model = embedder()
@@ -298,7 +302,7 @@ class NamedProject:
         """What to read in the project's statement, if anything."""
         return self._probe.beside if self._probe is not None else None
 
-    def probed(self, project: Project, values: Sequence[Any]) -> tuple[IndexesProbe, Sequence[Any]] | None:
+    def probed(self, project: Project, values: Sequence[Any]) -> Probed | None:
         """For `ranking_indexes`: the probe and the `values` read beside `project`, if for it."""
         if self._probe is None or project.pk != self._expected:
             return None
@@ -317,9 +321,7 @@ def embedding_projects_clear() -> None:
     _embedding_projects.clear()
 
 
-def ranking_indexes(
-    project_id: int, probed: tuple[IndexesProbe, Sequence[Any]] | None = None
-) -> tuple[LexicalIndex, Vectors | None]:
+def ranking_indexes(project_id: int, probed: Probed | None = None) -> tuple[LexicalIndex, Vectors | None]:
     """The project's word index and vectors (`project_vectors`), each brought up to date.
 
     Each is kept up to date by a probe of the rows added since (the word index's count of rows

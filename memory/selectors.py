@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from functools import partial
 from itertools import chain, repeat
@@ -24,8 +24,8 @@ from memory.excerpts import excerpt
 from memory.models import Fact, Publication, State
 from memory.refs import is_ref
 from memory.retrieval import (
-    IndexesProbe,
     NamedProject,
+    Probed,
     hybrid_rank,
     prefetch_query_vector,
     ranking_indexes,
@@ -314,7 +314,7 @@ def search_for_agent(
     project: Project,
     query: str,
     cursor: str | None = None,
-    probed: tuple[IndexesProbe, Sequence[Any]] | None = None,
+    probed: Probed | None = None,
 ) -> SearchPage:
     """One page of ranked, highlighted results, scoped to the project and the credential's classes.
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Any, Protocol
 
 import numpy as np
 from django.conf import settings
@@ -28,7 +27,7 @@ from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, 
 from memory.lexical_index import Hit
 from memory.models import Fact, Kind, State
 from memory.query_limits import QueryTooCostly
-from memory.retrieval import IndexesProbe, Ranked, hybrid_rank, ranking_indexes
+from memory.retrieval import Probed, Ranked, hybrid_rank, ranking_indexes
 from memory.selectors import agent_facts, agent_rows, row_cache_clear
 from workspaces.models import Project
 from workspaces.scope import AgentScope
@@ -149,25 +148,6 @@ class _Ranked:
     vectors: dict[int, np.ndarray] = field(default_factory=dict)
 
 
-class Ranking(Protocol):
-    """The task-specific part: facts (each with why it was chosen) and methods, best first.
-
-    It gets the standing part's newest facts (`recent`) to rank beside its own matches; it must
-    read only through the scope (`agent_facts`, or a ranking filtered by `visible_classes`).
-    """
-
-    def __call__(
-        self,
-        scope: AgentScope,
-        project: Project,
-        task: str,
-        now: datetime,
-        recent: list[Item],
-        version: int | None,
-        probed: tuple[IndexesProbe, Sequence[Any]] | None,
-    ) -> _Ranked: ...
-
-
 def _strong(hits: list[Hit]) -> list[Hit]:
     """The lexical hits that match the task, per section (facts, methods).
 
@@ -194,9 +174,11 @@ def _ranked(
     now: datetime,
     recent: list[Item],
     version: int | None,
-    probed: tuple[IndexesProbe, Sequence[Any]] | None,
+    probed: Probed | None,
 ) -> _Ranked:
-    """Facts, decisions and conventions best first, and methods, each with why it was chosen.
+    """The task-specific part: facts, decisions and conventions best first, and methods, each
+    with why it was chosen. It ranks the standing part's newest facts (`recent`) beside its own
+    matches, and reads only through the scope (`agent_facts`, `agent_rows`).
 
     One hybrid ranking (memory.retrieval: words and meaning, fused) scores facts and methods
     together, its candidates unchecked, and one fetch reads every chosen row through the scope,
@@ -300,14 +282,13 @@ def compile_bundle(
     now: datetime,
     *,
     version: int | None = None,
-    ranking: Ranking | None = None,
-    probed: tuple[IndexesProbe, Sequence[Any]] | None = None,
+    probed: Probed | None = None,
 ) -> CompiledBundle:
     """The bundle's sections, without freshness and identity (which belong to each serving).
 
-    The standing part comes from `standing_part` (kept per content `version`); only `ranking`
-    (the task-specific part, `_ranked` by default) runs for each new task, with `probed` (the
-    project's `ranking_probe` and its values) if the caller read them.
+    The standing part comes from `standing_part` (kept per content `version`); only `_ranked`
+    (the task-specific part) runs for each new task, with `probed` (the project's
+    `ranking_probe` and its values) if the caller read them.
     """
     limits = settings.UNFORGETTER
     budget = _Budget(items=limits["CONTEXT_MAX_ITEMS"], chars=limits["CONTEXT_MAX_CHARS"])
@@ -322,7 +303,7 @@ def compile_bundle(
         budget.chars -= len(fact.text)
         served.append(fact.ref)
 
-    ranked = (ranking or _ranked)(scope, project, task, now, standing.recent, version, probed)
+    ranked = _ranked(scope, project, task, now, standing.recent, version, probed)
     duplicates = NearDuplicates(ranked.vectors)
     # Facts alone would fill any budget in a large project: each section keeps room for the first
     # few items of the sections after it (the newest open threads, the best methods).

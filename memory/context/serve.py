@@ -9,15 +9,13 @@ next call in every process. Heartbeat publications move `compiled_at` but keep t
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.utils import timezone
 
 from memory.context.compile import compile_bundle
 from memory.contract import Bundle, CompiledBundle, ErrorBody, Freshness, Identity
-from memory.retrieval import IndexesProbe, NamedProject, prefetch_query_vector
+from memory.retrieval import NamedProject, Probed, prefetch_query_vector
 from memory.selectors import ProjectAt, latest_publication, project_for_context_beside
 from memory.services import context_request_record
 from workspaces.after_answer import after_answer
@@ -48,9 +46,7 @@ def context_named(*, scope: AgentScope, project_id: str, task: str) -> Bundle:
     return bundle
 
 
-def context_at(
-    *, scope: AgentScope, at: ProjectAt, task: str, probed: tuple[IndexesProbe, Sequence[Any]] | None = None
-) -> Bundle:
+def context_at(*, scope: AgentScope, at: ProjectAt, task: str, probed: Probed | None = None) -> Bundle:
     """`context_for_agent` for a project read with its workspace's newest publication
     (`project_for_context`: one statement for both), and with it `probed`, the project's
     `ranking_probe` and its values, if read."""

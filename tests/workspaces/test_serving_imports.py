@@ -21,17 +21,22 @@ if "celery" in sys.modules:
 """
 
 
-def _loaded(**env: str) -> set[str]:
+def _printed(script: str, **env: str) -> str:
+    """What `script` prints, run by a new interpreter in the repository with `env` added."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")} | env
     done = subprocess.run(
-        [sys.executable, "-c", _LOADED],
+        [sys.executable, "-c", script],
         env=environment,
         capture_output=True,
         text=True,
         check=True,
         cwd=Path(__file__).resolve().parents[2],
     )
-    return set(done.stdout.split())
+    return done.stdout
+
+
+def _loaded(**env: str) -> set[str]:
+    return set(_printed(_LOADED, **env).split())
 
 
 def test_the_local_cache_does_not_load_redis() -> None:
@@ -65,13 +70,4 @@ print("after:", match.view_name, "drf_spectacular.plumbing" in sys.modules)
 
 def test_the_rest_api_and_its_openapi_annotations_load_with_its_first_request() -> None:
     # drf-spectacular's annotations import django.test: 17 MB no worker serving /mcp needs.
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    done = subprocess.run(
-        [sys.executable, "-c", _RESOLVED],
-        env=environment,
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    assert done.stdout.split("\n")[:2] == ["before: False False", "after: api:projects True"]
+    assert _printed(_RESOLVED).split("\n")[:2] == ["before: False False", "after: api:projects True"]
