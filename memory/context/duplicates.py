@@ -17,9 +17,9 @@ from memory.lexical_index import split_words
 from memory.stopwords import STOP_WORDS
 
 DUPLICATE_COSINE = 0.95
-# Kept vectors whose cosine, computed all at once, is at least this much below DUPLICATE_COSINE
-# cannot reach it when computed one by one (float32 rounding over a few hundred dimensions is
-# orders of magnitude smaller); the others are decided one by one, exactly as they always were.
+# Pairs whose cosine, computed all at once, is at least this much below DUPLICATE_COSINE cannot
+# reach it when computed one by one (float32 rounding over a few hundred dimensions is orders of
+# magnitude smaller); the others are decided one by one, exactly as they always were.
 _SURE_MARGIN = 1e-3
 
 
@@ -53,50 +53,53 @@ def telling_clear() -> None:
     _told.clear()
 
 
-class _Kept:
-    """The vectors kept for one set of numbers, as given and as the rows of one matrix."""
-
-    def __init__(self, vector: np.ndarray) -> None:
-        self.vectors = [vector]
-        self.matrix = np.empty((8, len(vector)), dtype=np.float32)
-        self.matrix[0] = vector
-
-    def repeated_by(self, vector: np.ndarray) -> bool:
-        count = len(self.vectors)
-        # einsum over the few vectors kept for these numbers (a handful per bundle).
-        rough = np.einsum("ij,j->i", self.matrix[:count], vector)
-        near = np.flatnonzero(rough >= DUPLICATE_COSINE - _SURE_MARGIN).tolist()
-        return any(float(self.vectors[i] @ vector) >= DUPLICATE_COSINE for i in near)
-
-    def add(self, vector: np.ndarray) -> None:
-        count = len(self.vectors)
-        if count == len(self.matrix):
-            self.matrix = np.concatenate([self.matrix, np.empty_like(self.matrix)])
-        self.matrix[count] = vector
-        self.vectors.append(vector)
-
-
 class NearDuplicates:
-    """Remembers the items kept so far, and tells whether another one repeats one of them."""
+    """Remembers the items kept so far, and tells whether another one repeats one of them.
+
+    `vectors` are the stored vectors of the items that may be offered (fact id -> vector). Which
+    of them are alike is worked out once, on the first item offered with one: every pair's
+    cosine at once (one matrix product), and the pairs that come within _SURE_MARGIN of
+    DUPLICATE_COSINE decided one by one, exactly as each pair always was. An item then repeats a
+    kept one when they are alike and hold the same numbers: a set lookup per item offered.
+    """
 
     def __init__(self, vectors: dict[int, np.ndarray]) -> None:
         self._vectors = vectors
         self._keys: set[bytes] = set()
-        # The vectors kept so far, by the item's words holding a digit: only those can match.
-        self._kept: dict[frozenset[str], _Kept] = {}
+        # The items kept so far that have a vector, by their words holding a digit: only those
+        # can match.
+        self._kept: dict[frozenset[str], set[int]] = {}
+        self._alike: dict[int, set[int]] | None = None
 
     def repeats(self, fact_id: int, text: str) -> bool:
         key, numbers = _telling(fact_id, text)
         if key in self._keys:
             return True
-        vector = self._vectors.get(fact_id)
-        if vector is not None:
-            alike = self._kept.get(numbers)
-            if alike is None:
-                self._kept[numbers] = _Kept(vector)
-            elif alike.repeated_by(vector):
+        if fact_id in self._vectors:
+            kept = self._kept.setdefault(numbers, set())
+            alike = self._alike_pairs().get(fact_id)
+            if alike is not None and not alike.isdisjoint(kept):
                 return True
-            else:
-                alike.add(vector)
+            kept.add(fact_id)
         self._keys.add(key)
         return False
+
+    def _alike_pairs(self) -> dict[int, set[int]]:
+        """Each item's vector-alike others (cosine at least DUPLICATE_COSINE), both ways."""
+        if self._alike is None:
+            self._alike = _alike(self._vectors)
+        return self._alike
+
+
+def _alike(vectors: dict[int, np.ndarray]) -> dict[int, set[int]]:
+    ids = list(vectors)
+    matrix = np.stack([vectors[i] for i in ids])
+    rough = np.triu(matrix @ matrix.T >= DUPLICATE_COSINE - _SURE_MARGIN, 1)
+    alike: dict[int, set[int]] = {}
+    for row, column in zip(*(side.tolist() for side in np.nonzero(rough)), strict=True):
+        first, second = ids[row], ids[column]
+        # The one-by-one product: the same value whichever of the two comes first.
+        if float(vectors[first] @ vectors[second]) >= DUPLICATE_COSINE:
+            alike.setdefault(first, set()).add(second)
+            alike.setdefault(second, set()).add(first)
+    return alike

@@ -2,8 +2,7 @@
 
 A bundle holds a few dozen items, chosen among a few hundred candidates; building a model
 instance for each of them cost more than the statement that read them. The standing part and
-the ranking both read exactly `COLUMNS` (memory.retrieval's candidate check reads them for every
-candidate in the statement that checks it against the scope).
+the ranking both read exactly `COLUMNS`, the ranking only for the candidates it chose.
 """
 
 from __future__ import annotations

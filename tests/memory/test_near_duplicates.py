@@ -60,3 +60,6 @@ def test_vectors_at_the_threshold_are_decided_as_one_comparison_each_decides_the
     assert decided == _pairwise(vectors, offered)
     assert any(decided)
     assert not all(decided)
+    # The vectors come in any order (the index's, not the bundle's): the same decisions.
+    backwards = NearDuplicates(dict(reversed(vectors.items())))
+    assert [backwards.repeats(fact_id, text) for fact_id, text in offered] == decided
