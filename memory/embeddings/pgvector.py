@@ -196,7 +196,10 @@ def install(db: BaseDatabaseWrapper, *, create_extension: bool = True) -> State:
 
 
 def _mark_ready(cursor: Any) -> None:
-    cursor.execute(f"COMMENT ON COLUMN {TABLE}.{COLUMN} IS %s", [READY])
+    # A literal, not a parameter: COMMENT takes no bind parameters, and with server-side binding
+    # (DB_PREPARED_STATEMENTS, the default) psycopg would send `IS $1`, a syntax error.
+    literal = "'" + READY.replace("'", "''") + "'"
+    cursor.execute(f"COMMENT ON COLUMN {TABLE}.{COLUMN} IS {literal}")
 
 
 def index_name(model: str) -> str:

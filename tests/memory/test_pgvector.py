@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import connection, transaction
 from django.test import override_settings
 
 from memory import embeddings
@@ -178,3 +178,31 @@ def test_pgvector_sync_says_why_it_cannot_run(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(pgvector, "_read_state", lambda db: pgvector.State(version=(0, 7, 4)))
     with pytest.raises(CommandError, match=r"0\.8 or later is needed"):
         call_command("pgvector_sync")
+
+
+class _RolledBack(Exception):
+    """Leaves the block's changes (DDL included) undone."""
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="pgvector's copy is PostgreSQL's")
+def test_the_copy_is_marked_ready_with_the_servers_own_parameter_binding() -> None:
+    # COMMENT takes no bind parameters: with server-side binding (DB_PREPARED_STATEMENTS, the
+    # default) the mark must be a literal, or a database where pgvector is available cannot even
+    # be migrated. Here on a stand-in column where the extension is missing, all undone after.
+    marked: list[str] = []
+
+    def mark_and_read() -> None:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"ALTER TABLE {pgvector.TABLE} ADD COLUMN IF NOT EXISTS {pgvector.COLUMN} bytea")
+            pgvector._mark_ready(cursor)
+            cursor.execute(
+                "SELECT col_description(%s::regclass, attnum) FROM pg_attribute "
+                "WHERE attrelid = %s::regclass AND attname = %s",
+                [pgvector.TABLE, pgvector.TABLE, pgvector.COLUMN],
+            )
+            marked.append(cursor.fetchone()[0])
+            raise _RolledBack
+
+    with pytest.raises(_RolledBack):
+        mark_and_read()
+    assert marked == [pgvector.READY]
