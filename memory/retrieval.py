@@ -133,17 +133,16 @@ def hybrid_rank(
     # Words first, and their candidates checked against the scope: the query's vector may still
     # be on its way (prefetch_query_vector), and the statement runs meanwhile.
     lexical = ranked_words()
-    for attempt in range(MAX_RECHECKS + 1):
-        if checked is None:
-            break
-        if attempt:
-            lexical = ranked_words()
-        current = checked.current([h.fact_id for h in lexical])
-        stale = [h.fact_id for h in lexical if h.fact_id not in current]
-        index.mark_dead(stale)
-        lexical = [h for h in lexical if h.fact_id in current]
-        if not stale or len(lexical) >= wanted:
-            break
+    if checked is not None:
+        for attempt in range(MAX_RECHECKS + 1):
+            if attempt:
+                lexical = ranked_words()
+            current = checked.current([h.fact_id for h in lexical])
+            stale = [h.fact_id for h in lexical if h.fact_id not in current]
+            index.mark_dead(stale)
+            lexical = [h for h in lexical if h.fact_id in current]
+            if not stale or len(lexical) >= wanted:
+                break
     if while_embedding is not None and vectors is not None and _embedding(query):
         while_embedding(lexical)
     semantic = _semantic(vectors, items, data_classes, states, query, kinds, depth) if vectors else []
