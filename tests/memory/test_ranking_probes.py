@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from memory.embeddings import embedder
 from memory.embeddings.index import VectorIndex, indexes
-from memory.lexical_index import lexical_indexes, words
+from memory.lexical_index import PROBE_LIMIT_MIN, _count_above_sql, lexical_indexes, words
 from memory.retrieval import ranking_indexes
 from memory.services.embeddings import embeddings_refresh
 from tests.conftest import Tenant
@@ -66,3 +66,26 @@ def test_a_count_taken_before_the_index_moved_is_not_trusted(tenant: Tenant, pro
     with CaptureQueriesContext(connection) as statements:
         lexical_indexes.get(project_id, probed=(probe, probe.expected))
     assert not statements  # a count of the index as it stands is used as it is
+
+
+def test_more_rows_added_than_the_probe_counts_are_all_indexed(tenant: Tenant, project_id: int) -> None:
+    # PostgreSQL's count stops at a limit written into its statement (PROBE_LIMIT_MIN at least):
+    # a count that stops there still says "more than expected", and every new row is read.
+    platform = tenant.projects["platform"]
+    texts = [f"Queue shard {i} drains into the ledger." for i in range(PROBE_LIMIT_MIN + 6)]
+    added = [add_item(platform, text).pk for text in texts]
+    found_words, _ = ranking_indexes(project_id)
+    query = words("queue shard ledger")
+    hits = found_words.rank(query, classes=["internal"], states=["active"], kinds=None, limit=500)
+    assert set(added) <= {hit.fact_id for hit in hits}
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's count has a limit")
+@pytest.mark.parametrize(("cap", "limit"), [(1, PROBE_LIMIT_MIN), (PROBE_LIMIT_MIN + 1, 2 * PROBE_LIMIT_MIN)])
+def test_the_count_s_limit_is_part_of_its_statement_not_a_parameter(cap: int, limit: int) -> None:
+    # A bound LIMIT made the server plan a prepared probe on every execution (its generic plan
+    # assumed a tenth of the table); a few literal limits keep it prepared once.
+    sql, params = _count_above_sql(7, 1000, cap=cap)
+    assert f"LIMIT {limit})" in sql
+    assert params == [7, 1000, 7]
+    assert sql.count("%s") == len(params)
