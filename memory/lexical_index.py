@@ -43,6 +43,7 @@ from django.db import connection as db
 from memory.codes import CLASSES, KIND_NAMES, KINDS, STATES, code, lookup
 from memory.heap import release_freed_memory
 from memory.models import State
+from memory.postings import Block, Postings
 from memory.query_limits import QueryTooCostly, time_budget_seconds
 
 # BM25's saturation and length normalisation (Robertson's defaults).
@@ -171,7 +172,7 @@ class LexicalIndex:
     # word -> (int32 rows, uint8 term counts): a word's count in one item saturates at 255, where
     # BM25's term weight is within 0.5% of its limit, and a byte instead of a float32 keeps each
     # (word, item) pair at 5 bytes: 13 MB less per 100,000 items.
-    postings: dict[str, tuple[np.ndarray, np.ndarray]]
+    postings: Postings
     dead: np.ndarray  # bool: found not current by a caller's check
     # Whether `ids` ascend (rows are indexed in id order, unless a commit came out of it).
     ascending: bool = True
@@ -403,31 +404,23 @@ def _built(rows: Iterable[_Row]) -> LexicalIndex:
     words_of = stem_of[np.frombuffer(tokens, dtype=np.int32)] if len(tokens) else np.zeros(0, np.int32)
     del tokens
     starts = np.concatenate([[0], np.cumsum(row_lengths, dtype=np.int64)])
-    # Pairs are grouped a block of rows at a time, and each word's slices of the blocks joined at
-    # the end: the grouping's scratch space is one block's, not the whole project's.
-    pieces: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+    # Pairs are grouped a block of rows at a time and the blocks placed word by word at the end
+    # (memory.postings): the grouping's scratch space is one block's, not the whole project's.
+    blocks: list[Block] = []
     for first in range(0, count, BUILD_BLOCK_ROWS):
         last = min(first + BUILD_BLOCK_ROWS, count)
         block_rows = np.repeat(np.arange(first, last, dtype=np.int64), row_lengths[first:last])
         keys = words_of[starts[first] : starts[last]].astype(np.int64) * count + block_rows
         keys, counts = np.unique(keys, return_counts=True)  # by word, then row
-        positions = (keys % count).astype(np.int32)
-        block_words = (keys // count).astype(np.int32)
-        counted = np.minimum(counts, MAX_TERM_COUNT).astype(np.uint8)
-        present = np.flatnonzero(np.diff(block_words, prepend=-1))
-        bounds = [*present.tolist(), len(block_words)]
-        for i, start in enumerate(bounds[:-1]):
-            stop = bounds[i + 1]
-            pieces.setdefault(int(block_words[start]), []).append(
-                (positions[start:stop], counted[start:stop])
+        blocks.append(
+            (
+                (keys // count).astype(np.int32),
+                (keys % count).astype(np.int32),
+                np.minimum(counts, MAX_TERM_COUNT).astype(np.uint8),
             )
-    postings = {}
-    for word, number in vocabulary.items():
-        parts = pieces.pop(number, [])
-        if len(parts) == 1:
-            postings[word] = (parts[0][0].copy(), parts[0][1].copy())
-        elif parts:
-            postings[word] = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+        )
+    postings = Postings.of_blocks(vocabulary, blocks)
+    del blocks
     id_array = np.array(ids, dtype=np.int64)
     return LexicalIndex(
         ids=id_array,
@@ -442,16 +435,9 @@ def _built(rows: Iterable[_Row]) -> LexicalIndex:
 
 
 def _extended(index: LexicalIndex, rows: Sequence[_Row]) -> LexicalIndex:
-    """A new index: `index` plus `rows`, sharing the postings of every word they do not hold."""
+    """A new index: `index` plus `rows`."""
     added = _built(rows)
-    offset = len(index.ids)
-    postings = dict(index.postings)
-    for word, (positions, counts) in added.postings.items():
-        old = postings.get(word)
-        positions = positions + np.int32(offset)
-        if old is not None:
-            positions, counts = np.concatenate([old[0], positions]), np.concatenate([old[1], counts])
-        postings[word] = (positions, counts)
+    postings = index.postings.with_rows(added.postings, len(index.ids))
     return LexicalIndex(
         ids=np.concatenate([index.ids, added.ids]),
         kinds=np.concatenate([index.kinds, added.kinds]),
