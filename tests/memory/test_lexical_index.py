@@ -38,6 +38,21 @@ def test_words_are_stemmed_casefolded_and_split_like_a_reader_would() -> None:
     ]
 
 
+def test_stems_of_words_of_letters_are_remembered_and_of_one_off_tokens_are_not() -> None:
+    lexical_index._stems.clear()
+    assert words("deploying sha3f9a2c v2.14 PAY-4312 deployments") == [
+        "deploy",
+        "sha3f9a2c",
+        "v2",
+        "14",
+        "pay",
+        "4312",
+        "deploy",
+    ]
+    assert set(lexical_index._stems) == {"deploying", "pay", "deployments"}
+    assert words("deploying sha3f9a2c") == ["deploy", "sha3f9a2c"]  # the same, remembered or not
+
+
 def test_an_item_published_after_the_index_was_built_is_found_on_the_next_call(tenant: Tenant, sdk) -> None:
     platform = tenant.projects["platform"]
     add_item(platform, "Kafka partitions are rebalanced nightly.")
