@@ -123,11 +123,20 @@ class Hit(NamedTuple):
 # Filters whose views an index keeps (a few per credential kind; cleared when full).
 MAX_VIEWS = 16
 # A view keeps, for each word with a posting at least MIN_KEPT_POSTING long, its document
-# frequency and BM25's term weight of each of its postings, for up to MAX_KEPT_POSTINGS postings
-# in all (4 MB): the common words of tasks are in most queries, and gathering their rows' norms
-# and visibility was half of a ranking's work.
+# frequency and BM25's term weight of each of its postings: the common words of tasks are in most
+# queries, and gathering their rows' norms and visibility was half of a ranking's work. An index's
+# views keep up to MAX_KEPT_POSTINGS postings in all (4 MB), however many credentials' filters
+# (agents with other data classes, get_context's kinds and search's) ask it: each view had that
+# much of its own, up to 64 MB an index.
 MIN_KEPT_POSTING = 256
 MAX_KEPT_POSTINGS = 1_000_000
+
+
+@dataclass
+class _Kept:
+    """How many postings' term weights an index's views keep between them."""
+
+    postings: int = 0
 
 
 @dataclass
@@ -136,8 +145,8 @@ class _View:
     visible: int
     norms: np.ndarray
     dead: int
+    kept: _Kept
     terms: dict[str, tuple[int, np.ndarray]] = field(default_factory=dict)
-    kept: int = 0
 
     def term(self, word: str, rows: np.ndarray, counts: np.ndarray) -> tuple[int, np.ndarray]:
         """A word's document frequency among the view's rows, and its BM25 weight in each posting.
@@ -148,11 +157,15 @@ class _View:
         if found is None:
             df = int(np.count_nonzero(self.allowed[rows]))
             found = (df, _weights(counts, counts + self.norms[rows], self.visible, df))
-            if len(rows) >= MIN_KEPT_POSTING and self.kept + len(rows) <= MAX_KEPT_POSTINGS:
+            if len(rows) >= MIN_KEPT_POSTING and self.kept.postings + len(rows) <= MAX_KEPT_POSTINGS:
                 # Two threads may both add a word: the same values, and the cap is a bound.
                 self.terms[word] = found
-                self.kept += len(rows)
+                self.kept.postings += len(rows)
         return found
+
+    def dropped(self) -> None:
+        """The view is no longer kept: its words' weights no longer count against the bound."""
+        self.kept.postings -= sum(len(weights) for _, weights in self.terms.values())
 
 
 def _weights(counts: np.ndarray, denominators: np.ndarray, visible: int, df: int) -> np.ndarray:
@@ -181,6 +194,7 @@ class LexicalIndex:
     ascending: bool = True
     # Per filter (classes, states, kinds) and count of dead rows: its mask, rows and length norms.
     _views: dict[tuple[object, ...], _View] = field(default_factory=dict, repr=False, compare=False)
+    _kept: _Kept = field(default_factory=_Kept, repr=False, compare=False)
     _order: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
@@ -211,9 +225,12 @@ class LexicalIndex:
         norms = (BM25_K1 * (1.0 - BM25_B) + (BM25_K1 * BM25_B / (average or 1.0)) * self.lengths).astype(
             np.float32
         )
-        view = _View(allowed=allowed, visible=visible, norms=norms, dead=dead)
         if len(self._views) >= MAX_VIEWS:
             self._views.clear()
+            self._kept.postings = 0
+        elif view is not None:  # a row was found dead since: the view is replaced
+            view.dropped()
+        view = _View(allowed=allowed, visible=visible, norms=norms, dead=dead, kept=self._kept)
         self._views[key] = view
         return view
 

@@ -53,6 +53,26 @@ def test_stems_of_words_of_letters_are_remembered_and_of_one_off_tokens_are_not(
     assert words("deploying sha3f9a2c") == ["deploy", "sha3f9a2c"]  # the same, remembered or not
 
 
+def test_the_views_of_every_credential_keep_term_weights_within_one_bound(monkeypatch) -> None:
+    monkeypatch.setattr(lexical_index, "MIN_KEPT_POSTING", 10)
+    monkeypatch.setattr(lexical_index, "MAX_KEPT_POSTINGS", 120)
+    classes = ["public", "internal", "confidential"]
+    rows = [
+        (i, "fact", classes[i % 3], "active", f"deploy train {i % 4} waits for canary review {i}")
+        for i in range(1, 91)
+    ]
+    index = lexical_index._built(iter(rows))
+    query = words("deploy train canary review waits")
+    for visible in (["public"], ["public", "internal"], classes, ["internal"]):
+        index.rank(query, classes=visible, states=["active"], kinds=None, limit=5)
+    views = list(index._views.values())
+    kept = [sum(len(weights) for _, weights in view.terms.values()) for view in views]
+    assert len(views) == 4
+    assert kept[0] > 0
+    assert sum(kept) <= 120  # each view kept up to the bound of its own
+    assert index._kept.postings == sum(kept)
+
+
 def test_an_item_published_after_the_index_was_built_is_found_on_the_next_call(tenant: Tenant, sdk) -> None:
     platform = tenant.projects["platform"]
     add_item(platform, "Kafka partitions are rebalanced nightly.")
