@@ -1,5 +1,5 @@
 """The in-process vector index's arithmetic: sign-bit distances, the shortlist they pick, the
-nearest rows a filter allows, and reading vectors back by fact id."""
+nearest rows a filter allows, and reading vectors back by fact id; and vectors added to it."""
 
 from __future__ import annotations
 
@@ -7,9 +7,13 @@ import numpy as np
 import pytest
 
 from memory.codes import CLASSES, KINDS, code
+from memory.embeddings import embedder
 from memory.embeddings import index as vector_index
-from memory.embeddings.index import VectorIndex, _empty, _hamming, _nearest_rows, index_of, sign_bits
+from memory.embeddings.index import VectorIndex, _empty, _hamming, _nearest_rows, index_of, indexes, sign_bits
 from memory.models import Kind
+from memory.services.embeddings import embeddings_refresh
+from tests.conftest import Tenant
+from tests.readpath import add_item
 from workspaces.models import DataClass
 
 
@@ -105,3 +109,43 @@ def test_exactly_scored_rows_are_the_best_by_their_int8_codes_with_or_without_a_
         expected = np.flatnonzero(keep)[np.argsort(-scores[keep], kind="stable")][:20]
         assert [i for i, _ in found] == index.ids[expected].tolist()
         assert np.allclose([s for _, s in found], scores[expected], atol=1e-5)
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(embedder() is None, reason="the local model's package is not installed")
+def test_vectors_embedded_since_are_written_into_the_index_s_room_and_leave_it_as_it_was(
+    tenant: Tenant,
+) -> None:
+    model = embedder()
+    assert model is not None
+    platform = tenant.projects["platform"]
+    for i in range(8):
+        add_item(platform, f"Release train {i} leaves at {i} o'clock.")
+    embeddings_refresh()
+    first = indexes.get(platform.pk, model.name)
+    assert first is not None
+    kept = (first.ids.copy(), first.codes.copy(), first.signs.copy())
+
+    add_item(platform, "Canary deploys wait ten minutes.")
+    embeddings_refresh()
+    grown = indexes.get(platform.pk, model.name)
+    assert grown is not None
+    assert len(grown) == len(first) + 1
+    assert np.shares_memory(grown.codes, first.codes)  # written in place, not copied
+    assert all(np.array_equal(a, b) for a, b in zip(kept, (first.ids, first.codes, first.signs), strict=True))
+
+    for i in range(6):  # more than the room left
+        add_item(platform, f"Queue shard {i} drains into the ledger.")
+    embeddings_refresh()
+    moved = indexes.get(platform.pk, model.name)
+    assert moved is not None
+    assert not np.shares_memory(moved.codes, grown.codes)
+    indexes.clear()
+    loaded = indexes.get(platform.pk, model.name)
+    assert loaded is not None
+    for field in ("ids", "codes", "scales", "signs", "kinds", "classes"):
+        assert np.array_equal(getattr(moved, field), getattr(loaded, field)), field
+    assert moved.newest_id == loaded.newest_id
+    assert moved.nearest(model.embed(["canary deploys"])[0], limit=1, kinds=None, classes=["internal"]) == (
+        loaded.nearest(model.embed(["canary deploys"])[0], limit=1, kinds=None, classes=["internal"])
+    )
