@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 from django.conf import settings
 
-from memory.embeddings import minilm, remote
+from memory.embeddings import remote
 
 QUERY_CACHE_SIZE = 2048
 # Texts embedded ahead of their call at once per process (one core's worth on a small machine).
@@ -49,6 +49,10 @@ def embedder() -> Embedder | None:
 
 def _build(kind: str, url: str, model: str) -> Embedder | None:
     if kind == "local":
+        # Imported here: ONNX Runtime and the tokenizer are 37 MB of every process that loads them,
+        # and a process with another embedder (or none) never runs them.
+        from memory.embeddings import minilm  # noqa: PLC0415
+
         path = minilm.model_zip()
         conf = settings.UNFORGETTER
         return (

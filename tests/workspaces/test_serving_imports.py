@@ -56,6 +56,12 @@ def test_with_a_broker_the_configured_celery_app_is_the_current_one() -> None:
     assert "app:unforgetter" in loaded
 
 
+def test_without_the_local_embedder_onnx_runtime_is_not_loaded() -> None:
+    loaded = _loaded(EMBEDDER="off")
+    assert "django" in loaded
+    assert not {"onnxruntime", "tokenizers"} & loaded
+
+
 _RESOLVED = """
 import sys
 import unforgetter.asgi
