@@ -46,3 +46,4 @@ bench: setup
 	$(PY) bench/run.py $(BENCH_ARGS)
 	$(if $(findstring --quick,$(BENCH_ARGS)),,$(PY) bench/full_vectors.py --database-url sqlite:///$(CURDIR)/var/quality-100000.sqlite3)
 	$(if $(findstring --quick,$(BENCH_ARGS)),,$(PY) bench/full_vectors.py --vectors-from sqlite:///$(CURDIR)/var/quality-100000.sqlite3)
+	$(PY) bench/word_index.py
