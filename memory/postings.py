@@ -58,7 +58,8 @@ class Postings:
         for words, block_rows, block_counts in blocks:
             # A posting's place: its word's next free slot, plus how many of the block's postings
             # of that word come before it (they are contiguous, the block being sorted by word).
-            first = np.searchsorted(words, words, side="left")
+            runs = np.flatnonzero(np.diff(words, prepend=-1))
+            first = np.repeat(runs, np.diff(runs, append=len(words)))
             places = filled[words] + (np.arange(len(words)) - first)
             rows[places] = block_rows
             counts[places] = block_counts
