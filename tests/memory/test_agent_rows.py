@@ -142,6 +142,18 @@ def test_the_kept_rows_stay_within_their_bound_even_for_one_scope_and_version(te
     assert len(queries) == 0
 
 
+def test_kept_rows_hold_one_copy_of_each_repeated_value_and_read_the_same(tenant: Tenant) -> None:
+    platform = tenant.projects["platform"]
+    ids = [add_item(platform, f"Deploy note {i}.").pk for i in range(6)]
+    scope = agent_scope(tenant.issue()[1])
+    kept = _RowCache().rows(scope, platform, 1, ids, COLUMNS)
+    assert sorted(kept) == sorted(with_ids(agent_facts(scope, platform), ids).values_list(*COLUMNS))
+    for column in ("kind", "state", "data_class", "actor", "origin", "source"):
+        at = COLUMNS.index(column)
+        assert len({id(row[at]) for row in kept}) == 1, column  # the same value, one object
+    assert len({id(row[COLUMNS.index("ref")]) for row in kept}) == len(ids)
+
+
 def test_on_sqlite_the_rows_are_found_by_primary_key_alone(tenant: Tenant, other_tenant: Tenant) -> None:
     """SQLite would search the (project, id) index and then the table for each id: the chosen rows
     are read by rowid instead, the scope's terms checked on each row found."""
