@@ -28,6 +28,8 @@ _SURE_MARGIN = 1e-3
 # A 16-byte digest stands for the words: about 100 bytes an item.
 TELLING_KEPT = 20_000
 _told: dict[int, tuple[bytes, frozenset[str]]] = {}
+# Every item without such words shares this one (each empty frozenset is 216 bytes of its own).
+_NO_NUMBERS: frozenset[str] = frozenset()
 
 
 def _telling(fact_id: int, text: str) -> tuple[bytes, frozenset[str]]:
@@ -40,7 +42,7 @@ def _telling(fact_id: int, text: str) -> tuple[bytes, frozenset[str]]:
         found = split_words(text)
         key = " ".join(w for w in found if w not in STOP_WORDS)
         # The words holding a digit (or anything else but letters) must match too.
-        numbers = frozenset(w for w in found if not w.isalpha())
+        numbers = frozenset(w for w in found if not w.isalpha()) or _NO_NUMBERS
         told = (hashlib.blake2b(key.encode(), digest_size=16).digest(), numbers)
         if len(_told) >= TELLING_KEPT:
             _told.clear()
