@@ -323,11 +323,17 @@ def newest_sql(project_id: int, model: str) -> tuple[str, list[int | str]]:
 
 
 class _Indexes:
-    """Each (project, model)'s index in this process; the least recently used go past MAX_CACHED_VECTORS."""
+    """Each (project, model)'s index in this process; the least recently used go past MAX_CACHED_VECTORS.
+
+    A project's vectors are loaded (or their index extended) under a lock of that project's own:
+    a first load of 100,000 vectors takes a tenth of a second or more, and calls for other
+    projects are not held up by it; two calls for the same project load once.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._indexes: OrderedDict[tuple[int, str], VectorIndex] = OrderedDict()
+        self._loading: dict[tuple[int, str], threading.Lock] = {}
 
     def get(self, project_id: int, model: str) -> VectorIndex | None:
         """The project's index for this model, brought up to date; None while it has no vectors."""
@@ -342,25 +348,40 @@ class _Indexes:
         read it (`newest_sql`); None when it has none."""
         key = (project_id, model)
         with self._lock:
-            cached = self._indexes.get(key)
-            if newest is None:
-                self._indexes.pop(key, None)
-                return None
-            if cached is not None and cached.newest_id == newest:
-                self._indexes.move_to_end(key)
+            cached = self._kept(key, newest)
+            if cached is not None or newest is None:
                 return cached
-            if cached is not None and cached.newest_id < newest:
+            loading = self._loading.setdefault(key, threading.Lock())
+        with loading:
+            with self._lock:
+                cached = self._indexes.get(key)
+                if cached is not None and cached.newest_id == newest:  # loaded meanwhile
+                    return self._kept(key, newest)
+            if cached is not None and newest is not None and cached.newest_id < newest:
                 index = _loaded(project_id, model, cached)
             else:
                 index = _loaded(project_id, model, _empty(0))
                 release_freed_memory()
-            self._indexes[key] = index
-            self._indexes.move_to_end(key)
-            total = sum(len(i) for i in self._indexes.values())
-            while total > MAX_CACHED_VECTORS and len(self._indexes) > 1:
-                _, dropped = self._indexes.popitem(last=False)
-                total -= len(dropped)
+            with self._lock:
+                self._indexes[key] = index
+                self._indexes.move_to_end(key)
+                total = sum(len(i) for i in self._indexes.values())
+                while total > MAX_CACHED_VECTORS and len(self._indexes) > 1:
+                    _, dropped = self._indexes.popitem(last=False)
+                    total -= len(dropped)
             return index
+
+    def _kept(self, key: tuple[int, str], newest: int | None) -> VectorIndex | None:
+        """The index kept for `key` if it is up to `newest` (forgotten when there is none); under
+        the lock."""
+        cached = self._indexes.get(key)
+        if newest is None:
+            self._indexes.pop(key, None)
+            return None
+        if cached is not None and cached.newest_id == newest:
+            self._indexes.move_to_end(key)
+            return cached
+        return None
 
     def holds(self, project_id: int, model: str) -> bool:
         """Whether this process already keeps vectors of the project (no statement)."""

@@ -3,6 +3,8 @@ nearest rows a filter allows, and reading vectors back by fact id; and vectors a
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -149,3 +151,38 @@ def test_vectors_embedded_since_are_written_into_the_index_s_room_and_leave_it_a
     assert moved.nearest(model.embed(["canary deploys"])[0], limit=1, kinds=None, classes=["internal"]) == (
         loaded.nearest(model.embed(["canary deploys"])[0], limit=1, kinds=None, classes=["internal"])
     )
+
+
+def test_a_project_s_vectors_load_without_holding_up_another_s_and_once(monkeypatch) -> None:
+    kept = vector_index._Indexes()
+    slow_started, slow_may_finish = threading.Event(), threading.Event()
+    loads: list[int] = []
+    other, _ = _index(50)
+
+    def loaded(project_id: int, model: str, base: VectorIndex) -> VectorIndex:
+        loads.append(project_id)
+        if project_id == 1:  # a large project's first load, held until released
+            slow_started.set()
+            slow_may_finish.wait(10)
+            return _empty(7)
+        return other
+
+    monkeypatch.setattr(vector_index, "_loaded", loaded)
+    found: dict[str, VectorIndex | None] = {}
+    slow = threading.Thread(target=lambda: found.update(slow=kept.at(1, "m", 7)))
+    again = threading.Thread(target=lambda: found.update(again=kept.at(1, "m", 7)))
+    quick = threading.Thread(target=lambda: found.update(quick=kept.at(2, "m", other.newest_id)))
+    slow.start()
+    assert slow_started.wait(30)
+    again.start()
+    quick.start()
+    quick.join(10)
+    # Another project's index was loaded while the first load was still under way.
+    assert not quick.is_alive()
+    assert found["quick"] is other
+    assert slow.is_alive()
+    slow_may_finish.set()
+    slow.join(30)
+    again.join(30)
+    assert found["slow"] is found["again"] is not None
+    assert loads.count(1) == 1  # the second call for the same project waited and took the first's
