@@ -36,10 +36,6 @@ class Postings:
         self.counts = counts
 
     @classmethod
-    def empty(cls) -> Postings:
-        return cls({}, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint8))
-
-    @classmethod
     def of_blocks(cls, terms: dict[str, int], blocks: Iterable[Block]) -> Postings:
         """The postings of `blocks`, each a (words, rows, counts) triple sorted by word number and
         then row, blocks in ascending rows (a build groups its pairs a block of rows at a time).

@@ -6,6 +6,7 @@ Agent reads take the AgentScope and the Project resolved by `workspaces.selector
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Collection
@@ -190,27 +191,22 @@ class _RowCache:
 _UNREAD: Any = object()
 
 # Columns whose values repeat across a project's rows (a few kinds, states, classes, authors,
-# origins and source files): a kept row holds the one copy of each value, not a string per row
-# (about 40% of a kept row's memory).
+# origins and source files): a kept row holds the one (interned) copy of each value, not a string
+# per row (about 40% of a kept row's memory).
 SHARED_COLUMNS = frozenset({"kind", "state", "data_class", "actor", "origin", "source"})
-_SHARED_VALUES_KEPT = 10_000
-_shared_values: dict[str, str] = {}
 _shared_at: dict[tuple[str, ...], list[int]] = {}
 
 
 def _shared(row: tuple[Any, ...], columns: tuple[str, ...]) -> tuple[Any, ...]:
-    """The row, its values of SHARED_COLUMNS replaced by the copy kept of each."""
+    """The row, its values of SHARED_COLUMNS replaced by their interned copies."""
     at = _shared_at.get(columns)
     if at is None:
         at = _shared_at[columns] = [i for i, column in enumerate(columns) if column in SHARED_COLUMNS]
-    if len(_shared_values) >= _SHARED_VALUES_KEPT:
-        _shared_values.clear()
-    keep = _shared_values.setdefault
     values = list(row)
     for i in at:
         value = values[i]
         if value.__class__ is str:
-            values[i] = keep(value, value)
+            values[i] = sys.intern(value)
     return tuple(values)
 
 

@@ -354,10 +354,11 @@ class _Indexes:
             loading = self._loading.setdefault(key, threading.Lock())
         with loading:
             with self._lock:
+                loaded = self._kept(key, newest)  # by another call meanwhile
                 cached = self._indexes.get(key)
-                if cached is not None and cached.newest_id == newest:  # loaded meanwhile
-                    return self._kept(key, newest)
-            if cached is not None and newest is not None and cached.newest_id < newest:
+            if loaded is not None:
+                return loaded
+            if cached is not None and cached.newest_id < newest:
                 index = _loaded(project_id, model, cached)
             else:
                 index = _loaded(project_id, model, _empty(0))

@@ -73,7 +73,7 @@ def test_new_rows_join_their_words_and_bring_new_words_after_the_old() -> None:
     # The postings extended are left as they were: a ranking may still be reading them.
     assert {word: _as_lists(before.get(word)) for word in old_terms} == kept
     assert len(before) == len(old_words)
-    assert before.with_rows(Postings.empty(), 200) is before
+    assert before.with_rows(Postings.of_blocks({}, []), 200) is before
 
 
 def test_an_index_extended_by_new_rows_ranks_as_one_built_with_them_all() -> None:
