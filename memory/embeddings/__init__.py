@@ -49,7 +49,7 @@ def embedder() -> Embedder | None:
 
 def _build(kind: str, url: str, model: str) -> Embedder | None:
     if kind == "local":
-        # Imported here: ONNX Runtime and the tokenizer are 37 MB of every process that loads them,
+        # Imported here: ONNX Runtime is 28-37 MB of every process that loads it,
         # and a process with another embedder (or none) never runs them.
         from memory.embeddings import minilm  # noqa: PLC0415
 

@@ -21,6 +21,15 @@ if "celery" in sys.modules:
 """
 
 
+_EMBEDDING = """
+import sys
+import unforgetter.asgi
+from memory.embeddings import embedder
+embedder().embed(["Deploy the invoice worker after review"])
+print(" ".join(sorted({name.split(".")[0] for name in sys.modules})))
+"""
+
+
 def _printed(script: str, **env: str) -> str:
     """What `script` prints, run by a new interpreter in the repository with `env` added."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")} | env
@@ -77,3 +86,10 @@ print("after:", match.view_name, "drf_spectacular.plumbing" in sys.modules)
 def test_the_rest_api_and_its_openapi_annotations_load_with_its_first_request() -> None:
     # drf-spectacular's annotations import django.test: 17 MB no worker serving /mcp needs.
     assert _printed(_RESOLVED).split("\n")[:2] == ["before: False False", "after: api:projects True"]
+
+
+def test_the_local_embedder_tokenizes_without_the_tokenizers_library() -> None:
+    # Its WordPiece is memory.embeddings.wordpiece: the library was 15 MB of every worker.
+    loaded = set(_printed(_EMBEDDING, EMBEDDER="local").split())
+    assert "onnxruntime" in loaded
+    assert "tokenizers" not in loaded
