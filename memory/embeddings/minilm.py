@@ -7,7 +7,7 @@ no torch is loaded. The encoder's graph is built from those weights (memory.embe
 (`quantize_dynamic`), and run by ONNX Runtime, which fuses LayerNorm, GELU and the attention
 scaling and multiplies int8 by int8 (VNNI where the CPU has it): 4-5 times less CPU per text than
 the float32 numpy encoder this replaced. The tokenizer is the model's own `tokenizer.json` read by
-memory.embeddings.wordpiece, which gives the ids the `tokenizers` package gives in 15 MB less.
+memory.embeddings.wordpiece, which gives the ids the `tokenizers` package gives in 9 MB less.
 
 int8 vectors are not float32 ones rounded (cosine to them min 0.981, mean 0.9935), so the
 embedder has a name of its own: vectors stored under the float32 model's name are re-embedded in

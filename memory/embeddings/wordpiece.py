@@ -3,8 +3,9 @@
 The ids are those the `tokenizers` package gives for the same file (its BertNormalizer with
 lowercasing and accent stripping, BertPreTokenizer, WordPiece model and [CLS]/[SEP] template,
 truncated to a length): the tests compare the two on every Unicode code point and on the
-corpora. That package cost each process that embeds 15 MB (its library 6.5 MB, the tables it
-builds from the file 8.5 MB) for what this does in 3.7 MB, in about the same time per text.
+corpora. Loaded and used once in a fresh process, that package took 12.2 MB (its library and the
+tables it builds from the file) where this takes 2.8 MB, and it encodes a task in 12 us (the
+package: 34 us).
 
 The steps, as `tokenizers` runs them:
 

@@ -89,7 +89,7 @@ def test_the_rest_api_and_its_openapi_annotations_load_with_its_first_request() 
 
 
 def test_the_local_embedder_tokenizes_without_the_tokenizers_library() -> None:
-    # Its WordPiece is memory.embeddings.wordpiece: the library was 15 MB of every worker.
+    # Its WordPiece is memory.embeddings.wordpiece: the library was 9 MB more of every worker.
     loaded = set(_printed(_EMBEDDING, EMBEDDER="local").split())
     assert "onnxruntime" in loaded
     assert "tokenizers" not in loaded
