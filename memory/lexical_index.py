@@ -52,8 +52,10 @@ BM25_B = 0.75
 MAX_WORD_LENGTH = 64
 # A word's count per item, as kept (see LexicalIndex.postings).
 MAX_TERM_COUNT = 255
-# Rows grouped at a time when an index is built (see _built).
-BUILD_BLOCK_ROWS = 16_384
+# Rows grouped at a time when an index is built (see _built): the grouping's scratch space is a
+# block's (about 8 MB at 40 words an item). With 16,384 a build of 100,000 items peaked 12-25 MB
+# higher, in the same time.
+BUILD_BLOCK_ROWS = 4_096
 # Rows above the settled watermark are counted on every use; once this many sit above it, the
 # next whole count that agrees with the index moves the watermark up. Whole counts run at most
 # once per FULL_CHECK_SECONDS per project and process.
@@ -421,26 +423,31 @@ def _built(rows: Iterable[_Row]) -> LexicalIndex:
     )
     count = len(ids)
     row_lengths = np.frombuffer(lengths, dtype=np.int32) if count else np.zeros(0, np.int32)
-    words_of = stem_of[np.frombuffer(tokens, dtype=np.int32)] if len(tokens) else np.zeros(0, np.int32)
-    del tokens
+    spelled = np.frombuffer(tokens, dtype=np.int32) if len(tokens) else np.zeros(0, np.int32)
     starts = np.concatenate([[0], np.cumsum(row_lengths, dtype=np.int64)])
     # Pairs are grouped a block of rows at a time and the blocks placed word by word at the end
-    # (memory.postings): the grouping's scratch space is one block's, not the whole project's.
+    # (memory.postings): the grouping's scratch space is one block's, and each block's tokens are
+    # mapped to their stems there, not every token of the project at once.
     blocks: list[Block] = []
     for first in range(0, count, BUILD_BLOCK_ROWS):
         last = min(first + BUILD_BLOCK_ROWS, count)
         block_rows = np.repeat(np.arange(first, last, dtype=np.int64), row_lengths[first:last])
-        keys = words_of[starts[first] : starts[last]].astype(np.int64) * count + block_rows
+        keys = stem_of[spelled[starts[first] : starts[last]]].astype(np.int64) * count + block_rows
+        del block_rows
         keys, counts = np.unique(keys, return_counts=True)  # by word, then row
+        words = keys // count
+        runs_at = np.flatnonzero(np.diff(words, prepend=-1))
         blocks.append(
             (
-                (keys // count).astype(np.int32),
+                words[runs_at].astype(np.int32),
+                np.diff(runs_at, append=len(words)).astype(np.int32),
                 (keys % count).astype(np.int32),
                 np.minimum(counts, MAX_TERM_COUNT).astype(np.uint8),
             )
         )
+        del keys, counts, words, runs_at
+    del spelled, tokens  # the blocks hold every posting now
     postings = Postings.of_blocks(vocabulary, blocks)
-    del blocks
     id_array = np.array(ids, dtype=np.int64)
     return LexicalIndex(
         ids=id_array,
