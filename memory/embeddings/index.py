@@ -36,8 +36,11 @@ EXACT_ROWS = 20_000
 # bundles 0.985 either way, paraphrase recall@10 0.945 against 0.930; 3 lost some) in 0.95
 # instead of 1.2 ms.
 RESCORE = 5
-# Vectors are read and quantised this many at a time (float32 scratch: 12 MB at 384 dimensions).
-LOAD_ROWS = 8_192
+# Vectors are read and quantised this many at a time. Quantising takes a few float32 copies of
+# them (3 MB each at 384 dimensions): a load of 100,000 vectors peaks 14-17 MB above the index it
+# leaves (SQLite, PostgreSQL); with 8,192 it peaked 61-72 MB above, and took longer (0.55 and
+# 0.9-1.0 s against 0.5 and 0.8).
+LOAD_ROWS = 2_048
 # Processes keep the vectors of the projects used last, up to this many in all (about 86 MB).
 MAX_CACHED_VECTORS = 200_000
 MIN_SHORTLIST = 256
