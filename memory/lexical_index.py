@@ -431,21 +431,7 @@ def _built(rows: Iterable[_Row]) -> LexicalIndex:
     blocks: list[Block] = []
     for first in range(0, count, BUILD_BLOCK_ROWS):
         last = min(first + BUILD_BLOCK_ROWS, count)
-        block_rows = np.repeat(np.arange(first, last, dtype=np.int64), row_lengths[first:last])
-        keys = stem_of[spelled[starts[first] : starts[last]]].astype(np.int64) * count + block_rows
-        del block_rows
-        keys, counts = np.unique(keys, return_counts=True)  # by word, then row
-        words = keys // count
-        runs_at = np.flatnonzero(np.diff(words, prepend=-1))
-        blocks.append(
-            (
-                words[runs_at].astype(np.int32),
-                np.diff(runs_at, append=len(words)).astype(np.int32),
-                (keys % count).astype(np.int32),
-                np.minimum(counts, MAX_TERM_COUNT).astype(np.uint8),
-            )
-        )
-        del keys, counts, words, runs_at
+        blocks.append(_block(stem_of[spelled[starts[first] : starts[last]]], row_lengths[first:last], first))
     del spelled, tokens  # the blocks hold every posting now
     postings = Postings.of_blocks(vocabulary, blocks)
     id_array = np.array(ids, dtype=np.int64)
@@ -458,6 +444,21 @@ def _built(rows: Iterable[_Row]) -> LexicalIndex:
         postings=postings,
         dead=np.zeros(count, dtype=bool),
         ascending=bool(np.all(id_array[1:] > id_array[:-1])),
+    )
+
+
+def _block(words: np.ndarray, row_lengths: np.ndarray, first: int) -> Block:
+    """The postings of one block of rows (numbered from `first`), given their words in row order
+    and each row's word count, grouped by word and then row."""
+    rows = np.repeat(np.arange(len(row_lengths), dtype=np.int64), row_lengths)
+    keys, counts = np.unique(words.astype(np.int64) * BUILD_BLOCK_ROWS + rows, return_counts=True)
+    of = keys // BUILD_BLOCK_ROWS
+    runs_at = np.flatnonzero(np.diff(of, prepend=-1))
+    return (
+        of[runs_at].astype(np.int32),
+        np.diff(runs_at, append=len(of)).astype(np.int32),
+        (keys % BUILD_BLOCK_ROWS + first).astype(np.int32),
+        np.minimum(counts, MAX_TERM_COUNT).astype(np.uint8),
     )
 
 

@@ -50,7 +50,7 @@ def embedder() -> Embedder | None:
 def _build(kind: str, url: str, model: str) -> Embedder | None:
     if kind == "local":
         # Imported here: ONNX Runtime is 28-37 MB of every process that loads it,
-        # and a process with another embedder (or none) never runs them.
+        # and a process with another embedder (or none) never runs it.
         from memory.embeddings import minilm  # noqa: PLC0415
 
         path = minilm.model_zip()

@@ -131,24 +131,8 @@ def words(text: str) -> list[str]:
     """Steps 2-4: the text's words and punctuation marks, normalised, in order."""
     if text.isascii():
         return _ASCII_WORDS.findall(_ASCII_CONTROLS.sub("", text).lower())
-    found: list[str] = []
-    word: list[str] = []
-    for char in _normalised(text):
-        kind = _kind(char)
-        if kind == _SPACE:
-            if word:
-                found.append("".join(word))
-                word = []
-        elif kind == _PUNCTUATION:
-            if word:
-                found.append("".join(word))
-                word = []
-            found.append(char)
-        else:
-            word.append(char)
-    if word:
-        found.append("".join(word))
-    return found
+    # Normalised, the text's only whitespace is the spaces step 2 wrote.
+    return "".join(f" {c} " if _kind(c) == _PUNCTUATION else c for c in _normalised(text)).split()
 
 
 def _normalised(text: str) -> str:
@@ -179,7 +163,7 @@ def _kind(char: str) -> int:
     if point < 0x80:
         if point < 0x20 or point == 0x7F:
             return _DROP
-        return _PUNCTUATION if not char.isalnum() and char != " " else _KEEP
+        return _KEEP if char.isalnum() else _PUNCTUATION
     if point in DROPPED:
         return _DROP
     if any(low <= point <= high for low, high in CJK):
