@@ -95,16 +95,17 @@ class VectorIndex:
             return []
         q = query.astype(np.float32)
         allowed = self._filter(kinds, classes)
-        candidates = np.flatnonzero(allowed.rows)
-        if not len(candidates):
+        if not allowed.count:
             return []
         shortlist = max(limit * RESCORE, MIN_SHORTLIST)
-        if len(candidates) > max(EXACT_ROWS, shortlist):
+        if allowed.count > max(EXACT_ROWS, shortlist):
             # Every row's distance (cheaper than gathering the allowed ones first); rows not
             # allowed are pushed past any real distance, and more than `shortlist` rows are.
             distance = _hamming(self.signs, sign_bits(q[None, :])[0])
             np.maximum(distance, allowed.floor, out=distance)
             candidates = _nearest_rows(distance, shortlist, allowed.far + 1)
+        else:
+            candidates = np.flatnonzero(allowed.rows)
         rows = self.codes if len(candidates) == len(self.ids) else self.codes[candidates]
         scores = _dot(rows, q) * self.scales[candidates]
         count = min(limit, len(candidates))
@@ -145,6 +146,12 @@ class _Filter:
     def __init__(self, rows: np.ndarray, *, far: int) -> None:
         self.rows = rows  # bool per row
         self.far = far  # past any real distance
+
+    @functools.cached_property
+    def count(self) -> int:
+        """How many rows it lets through: counted once, not listed on every query (a list of
+        every allowed row's number took 0.1 ms a query at 100,000 rows)."""
+        return int(np.count_nonzero(self.rows))
 
     @functools.cached_property
     def floor(self) -> np.ndarray:
