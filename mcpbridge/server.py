@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
+import mcp.server.mcpserver.server as sdk_server
 from django.conf import settings
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.auth.settings import AuthSettings
@@ -274,8 +275,19 @@ TOOL_SPECS: list[tuple[Callable[..., Any], str, str, ToolAnnotations, str]] = [
 ]
 
 
+def _logging_left_to_django(level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]) -> None:
+    """Stands in for the SDK's `configure_logging`, which MCPServer calls on construction.
+
+    Django's LOGGING setting configures logging here, so the SDK's `logging.basicConfig` finds
+    the root logger's handlers in place and does nothing; but first it imports `rich` for a
+    handler wherever that is installed (import-linter, a development tool, brings it): 2.5 MB
+    of every web worker, for nothing.
+    """
+
+
 def build_server() -> MCPServer:
     """The MCP server, authenticating every request as an AgentScope (see mcpbridge.auth)."""
+    sdk_server.configure_logging = _logging_left_to_django  # type: ignore[attr-defined,assignment]
     tools = [
         Tool(
             fn=fn,
