@@ -25,14 +25,15 @@ _SURE_MARGIN = 1e-3
 
 # What an item's text tells (`_telling`), kept per item id for about this many items: an item's
 # text never changes in place, and the same few hundred items fill most bundles of a project.
-# Digests stand for the words and for the numbers: about 170 bytes an item (the numbers as a
-# set of strings were 270 more for an item that has any).
+# Digests stand for the words and for the numbers, kept as one bytes object: about 115 bytes an
+# item in all (a tuple of two was 70 more; the numbers as a set of strings 270 more again).
 TELLING_KEPT = 20_000
-_told: dict[int, tuple[bytes, bytes]] = {}
+DIGEST_SIZE = 16
+_told: dict[int, bytes] = {}
 
 
 def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+    return hashlib.blake2b(text.encode(), digest_size=DIGEST_SIZE).digest()
 
 
 def _telling(fact_id: int, text: str) -> tuple[bytes, bytes]:
@@ -47,11 +48,11 @@ def _telling(fact_id: int, text: str) -> tuple[bytes, bytes]:
         key = " ".join(w for w in found if w not in STOP_WORDS)
         # The words holding a digit (or anything else but letters) must match too, in any order.
         numbers = sorted({w for w in found if not w.isalpha()})
-        told = (_digest(key), _digest(" ".join(numbers)) if numbers else b"")
+        told = _digest(key) + (_digest(" ".join(numbers)) if numbers else b"")
         if len(_told) >= TELLING_KEPT:
             _told.clear()
         _told[fact_id] = told
-    return told
+    return told[:DIGEST_SIZE], told[DIGEST_SIZE:]
 
 
 def telling_clear() -> None:
