@@ -100,7 +100,7 @@ def main() -> None:
         rss, peak = server.rss_mb()
         rows.append(run._ceiling_row(f"RSS of one web worker after the run ({k} vectors)", rss, 250, "MB"))
         rows.append(run._ceiling_row("peak RSS of one web worker (VmHWM)", peak, 250, "MB"))
-        rows.append(("PSS of one web worker", f"{server.pss_mb():.0f} MB", "-", None))
+        rows += server.parts_rows()
     finally:
         server.stop()
     sizes = run.Sizes(

@@ -341,14 +341,18 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _pss_mb(pid: int) -> float:
-    """Proportional set size: resident memory with each shared page split among its sharers."""
+def _rollup_mb(pid: int) -> dict[str, float]:
+    """A process's /proc/<pid>/smaps_rollup figures (Rss, Pss, Anonymous, ...), in MB."""
     try:
         rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
-        return 0.0
-    line = next((line for line in rollup.splitlines() if line.startswith("Pss:")), "Pss: 0 kB")
-    return int(line.split()[1]) / 1024
+        return {}
+    figures = {}
+    for line in rollup.splitlines()[1:]:
+        key, _, value = line.partition(":")
+        if value.strip().endswith("kB"):
+            figures[key] = int(value.split()[0]) / 1024
+    return figures
 
 
 def _memory_mb(pid: int) -> tuple[float, float]:
@@ -377,11 +381,22 @@ class Server:
         serving = figures[1:] if len(figures) > 1 else figures
         return max(f[0] for f in serving), max(f[1] for f in serving)
 
-    def pss_mb(self) -> float:
-        """The largest proportional set size of one serving process (shared libraries split)."""
+    def parts_mb(self) -> tuple[float, float, float]:
+        """Of the serving process with the largest RSS: its anonymous memory, its file-backed
+        pages (libraries and the model's weights, shared with other processes that map them)
+        and its proportional set size (each shared page split among its sharers)."""
         pids = [self.process.pid, *_children(self.process.pid)]
         serving = pids[1:] if len(pids) > 1 else pids
-        return max(_pss_mb(pid) for pid in serving)
+        rollup = max((_rollup_mb(pid) for pid in serving), key=lambda r: r.get("Rss", 0.0))
+        anonymous = rollup.get("Anonymous", 0.0)
+        return anonymous, rollup.get("Rss", 0.0) - anonymous, rollup.get("Pss", 0.0)
+
+    def parts_rows(self) -> list[tuple[str, str, str, bool | None]]:
+        anon, files, pss = self.parts_mb()
+        return [
+            ("PSS of one web worker (shared pages split among workers)", f"{pss:.0f} MB", "-", None),
+            ("its RSS: anonymous / file-backed (shared)", f"{anon:.0f} / {files:.0f} MB", "-", None),
+        ]
 
     def stop(self) -> None:
         self.process.terminate()
@@ -725,8 +740,7 @@ def main() -> None:
         rss, peak = server.rss_mb()
         rows.append(_ceiling_row(f"RSS of one web worker after the run ({m} in workspace)", rss, 250, "MB"))
         rows.append(_ceiling_row("peak RSS of one web worker (VmHWM)", peak, 250, "MB"))
-        pss = f"{server.pss_mb():.0f} MB"
-        rows.append(("PSS of one web worker (shared pages split among workers)", pss, "-", None))
+        rows += server.parts_rows()
     finally:
         server.stop()
 
