@@ -25,16 +25,20 @@ Candidates found no longer current are dropped from the word index for good.
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections.abc import Callable, Collection, Sequence
 from itertools import islice
 from operator import itemgetter
 from typing import Any, NamedTuple
 
+import numpy as np
 from django.db import connections
 from django.db.models import QuerySet
 
 from memory import search
-from memory.embeddings import embedder, pgvector, query_vectors
+from memory.embeddings import Embedder, embedder, pgvector, query_vectors
 from memory.embeddings.index import VectorIndex, indexes, newest_sql
 from memory.embeddings.pgvector import ProjectVectors
 from memory.lexical_index import Hit, LexicalIndex, Probe, lexical_indexes, words
@@ -43,6 +47,8 @@ from memory.query_limits import bounded_query
 from workspaces.models import Project
 from workspaces.prepared import Beside
 from workspaces.scope import AgentScope
+
+logger = logging.getLogger(__name__)
 
 RRF_K = 60
 # Below this cosine a neighbour is not offered at all: every query has nearest items, and a
@@ -373,7 +379,9 @@ def _semantic(
     # An exclusion ("-word") is a lexical promise the vectors cannot keep.
     if model is None or search.excluded(query) or not search.terms(query):
         return []
-    vector = query_vectors.get(model, query)
+    vector = _query_vector(model, query)
+    if vector is None:
+        return []
     if isinstance(vectors, ProjectVectors):
         # Already current and visible: no margin for stale candidates is needed.
         near = vectors.nearest(
@@ -382,6 +390,38 @@ def _semantic(
     else:
         near = vectors.nearest(vector, limit=limit * STALE_MARGIN, kinds=kinds, classes=data_classes)
     return [(fact_id, score) for fact_id, score in near if score >= MIN_SIMILARITY]
+
+
+# A failing embedder is logged at most once per this many seconds (per embedder and process).
+EMBEDDER_FAILURE_LOG_SECONDS = 60.0
+_failures_logged: dict[str, float] = {}
+_failures_lock = threading.Lock()
+
+
+def _query_vector(model: Embedder, query: str) -> np.ndarray | None:
+    """The query's vector; None when the embedder fails (its endpoint down or timing out).
+
+    The call is then ranked by its words alone, as an item without a vector is: each result's
+    `why` says so, and the agent still gets an answer rather than an error. The failure is
+    logged for the operator, without a traceback, at most once a minute.
+    """
+    try:
+        return query_vectors.get(model, query)
+    except Exception as exc:
+        now = time.monotonic()
+        with _failures_lock:
+            last = _failures_logged.get(model.name)
+            quiet = last is not None and now - last < EMBEDDER_FAILURE_LOG_SECONDS
+            if not quiet:
+                _failures_logged[model.name] = now
+        if not quiet:
+            logger.warning(
+                "the embedder %s failed (%s: %s); calls are ranked by their words alone until it answers",
+                model.name,
+                type(exc).__name__,
+                exc,
+            )
+        return None
 
 
 def fuse(lexical: list[Hit], semantic: list[Hit], limit: int | None = None) -> list[Ranked]:

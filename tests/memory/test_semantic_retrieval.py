@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import override_settings
 
-from memory import embeddings
+from memory import embeddings, retrieval
 from memory.embeddings import query_vectors
 from memory.lexical_index import lexical_indexes
 from memory.models import Embedding, Fact, State
@@ -230,6 +230,48 @@ def test_a_model_change_re_embeds_without_mixing_or_losing_vectors(
         assert embeddings_prune() == 5
         assert set(Embedding.objects.values_list("model", flat=True)) == {_Hashed.name}
         assert _search(client, "frontend deployed")[0]["ref"] == deploys.ref
+    query_vectors.clear()
+
+
+class _Down:
+    """The configured model's name, but its endpoint does not answer (an embeddings server down)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.asked = 0
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.asked += 1
+        raise ConnectionError("connection refused")
+
+
+def test_when_the_embedder_fails_calls_are_answered_by_their_words(
+    tenant: Tenant, sdk, mode: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _distractors(tenant)
+    deploys = add_item(tenant.projects["platform"], DEPLOYS)
+    embeddings_refresh()
+    local = embeddings.embedder()
+    assert local is not None
+    down = _Down(local.name)  # its vectors are stored: the vector side would be asked
+    monkeypatch.setattr(embeddings, "_build", lambda *_: down)
+    monkeypatch.setattr(embeddings, "_configured", {})  # built anew, not an earlier test's
+    monkeypatch.setattr(retrieval, "_failures_logged", {})  # nor logged by one a moment ago
+    query_vectors.clear()
+    with override_settings(UNFORGETTER={**settings.UNFORGETTER, "EMBEDDER": "down"}):
+        client = sdk(tenant.issue()[0], mode)
+        results = _search(client, "when is the web frontend deployed to production")
+        assert results[0]["ref"] == deploys.ref
+        assert results[0]["why"] == "matches words of the query"
+        # Only its meaning could find the paraphrase: nothing is found, and nothing fails.
+        assert _search(client, PARAPHRASE) == []
+        bundle = client.ok("get_context", {"project_id": "platform", "task": "Move the frontend deploy day"})
+        assert deploys.ref in {f["ref"] for f in bundle["facts"]}
+    assert down.asked >= 3
+    failures = [r for r in caplog.records if r.name == "memory.retrieval" and "failed" in r.getMessage()]
+    assert len(failures) == 1  # once a minute, not once a call
+    assert "ConnectionError" in failures[0].getMessage()
+    assert failures[0].exc_info is None
     query_vectors.clear()
 
 
