@@ -373,26 +373,23 @@ class Server:
     process: subprocess.Popen[bytes]
     url: str
 
+    def serving(self) -> list[int]:
+        """The processes that serve: with --workers the first one only supervises its children."""
+        children = _children(self.process.pid)
+        return children or [self.process.pid]
+
     def rss_mb(self) -> tuple[float, float]:
         """The largest resident and peak resident memory of one serving process (a worker)."""
-        pids = [self.process.pid, *_children(self.process.pid)]
-        figures = [_memory_mb(pid) for pid in pids]
-        # With --workers the first process only supervises; its children serve.
-        serving = figures[1:] if len(figures) > 1 else figures
-        return max(f[0] for f in serving), max(f[1] for f in serving)
-
-    def parts_mb(self) -> tuple[float, float, float]:
-        """Of the serving process with the largest RSS: its anonymous memory, its file-backed
-        pages (libraries and the model's weights, shared with other processes that map them)
-        and its proportional set size (each shared page split among its sharers)."""
-        pids = [self.process.pid, *_children(self.process.pid)]
-        serving = pids[1:] if len(pids) > 1 else pids
-        rollup = max((_rollup_mb(pid) for pid in serving), key=lambda r: r.get("Rss", 0.0))
-        anonymous = rollup.get("Anonymous", 0.0)
-        return anonymous, rollup.get("Rss", 0.0) - anonymous, rollup.get("Pss", 0.0)
+        figures = [_memory_mb(pid) for pid in self.serving()]
+        return max(f[0] for f in figures), max(f[1] for f in figures)
 
     def parts_rows(self) -> list[tuple[str, str, str, bool | None]]:
-        anon, files, pss = self.parts_mb()
+        """Of the serving process with the largest RSS: its proportional set size (each shared
+        page split among its sharers), and its anonymous memory beside its file-backed pages
+        (libraries and the model's weights, shared with other processes that map them)."""
+        rollup = max((_rollup_mb(pid) for pid in self.serving()), key=lambda r: r.get("Rss", 0.0))
+        anon, pss = rollup.get("Anonymous", 0.0), rollup.get("Pss", 0.0)
+        files = rollup.get("Rss", 0.0) - anon
         return [
             ("PSS of one web worker (shared pages split among workers)", f"{pss:.0f} MB", "-", None),
             ("its RSS: anonymous / file-backed (shared)", f"{anon:.0f} / {files:.0f} MB", "-", None),

@@ -411,10 +411,10 @@ def _query_vector(model: Embedder, query: str) -> np.ndarray | None:
         now = time.monotonic()
         with _failures_lock:
             last = _failures_logged.get(model.name)
-            quiet = last is not None and now - last < EMBEDDER_FAILURE_LOG_SECONDS
-            if not quiet:
+            due = last is None or now - last >= EMBEDDER_FAILURE_LOG_SECONDS
+            if due:
                 _failures_logged[model.name] = now
-        if not quiet:
+        if due:
             logger.warning(
                 "the embedder %s failed (%s: %s); calls are ranked by their words alone until it answers",
                 model.name,

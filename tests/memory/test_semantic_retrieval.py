@@ -204,14 +204,20 @@ class _Hashed:
         return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
 
 
-def test_a_model_change_re_embeds_without_mixing_or_losing_vectors(
-    tenant: Tenant, sdk, mode: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _deploys_embedded(tenant: Tenant) -> tuple[Fact, embeddings.Embedder]:
+    """DEPLOYS among the distractors, every item embedded by the local model; and that model."""
     _distractors(tenant)
     deploys = add_item(tenant.projects["platform"], DEPLOYS)
     embeddings_refresh()
     local = embeddings.embedder()
     assert local is not None
+    return deploys, local
+
+
+def test_a_model_change_re_embeds_without_mixing_or_losing_vectors(
+    tenant: Tenant, sdk, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deploys, local = _deploys_embedded(tenant)
     assert Embedding.objects.filter(model=local.name).count() == 5
 
     monkeypatch.setattr(embeddings, "_build", lambda *_: _Hashed())
@@ -248,11 +254,7 @@ class _Down:
 def test_when_the_embedder_fails_calls_are_answered_by_their_words(
     tenant: Tenant, sdk, mode: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    _distractors(tenant)
-    deploys = add_item(tenant.projects["platform"], DEPLOYS)
-    embeddings_refresh()
-    local = embeddings.embedder()
-    assert local is not None
+    deploys, local = _deploys_embedded(tenant)
     down = _Down(local.name)  # its vectors are stored: the vector side would be asked
     monkeypatch.setattr(embeddings, "_build", lambda *_: down)
     monkeypatch.setattr(embeddings, "_configured", {})  # built anew, not an earlier test's
