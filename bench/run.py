@@ -341,6 +341,13 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _is_shared_embedder(pid: int) -> bool:
+    try:
+        return b"memory.embeddings.service" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def _rollup_mb(pid: int) -> dict[str, float]:
     """A process's /proc/<pid>/smaps_rollup figures (Rss, Pss, Anonymous, ...), in MB."""
     try:
@@ -375,8 +382,12 @@ class Server:
 
     def serving(self) -> list[int]:
         """The processes that serve: with --workers the first one only supervises its children."""
-        children = _children(self.process.pid)
+        children = [pid for pid in _children(self.process.pid) if not _is_shared_embedder(pid)]
         return children or [self.process.pid]
+
+    def shared_embedder(self) -> list[int]:
+        """The machine's shared embedder (memory.embeddings.service), a child of one worker."""
+        return [pid for worker in self.serving() for pid in _children(worker) if _is_shared_embedder(pid)]
 
     def rss_mb(self) -> tuple[float, float]:
         """The largest resident and peak resident memory of one serving process (a worker)."""
@@ -390,10 +401,30 @@ class Server:
         rollup = max((_rollup_mb(pid) for pid in self.serving()), key=lambda r: r.get("Rss", 0.0))
         anon, pss = rollup.get("Anonymous", 0.0), rollup.get("Pss", 0.0)
         files = rollup.get("Rss", 0.0) - anon
-        return [
+        rows: list[tuple[str, str, str, bool | None]] = [
             ("PSS of one web worker (shared pages split among workers)", f"{pss:.0f} MB", "-", None),
             ("its RSS: anonymous / file-backed (shared)", f"{anon:.0f} / {files:.0f} MB", "-", None),
         ]
+        embedder = [_rollup_mb(pid) for pid in self.shared_embedder()]
+        if embedder:
+            rows.append(
+                (
+                    "RSS / PSS of the shared embedder (one per machine)",
+                    f"{embedder[0].get('Rss', 0.0):.0f} / {embedder[0].get('Pss', 0.0):.0f} MB",
+                    "-",
+                    None,
+                )
+            )
+        every = [_rollup_mb(pid) for pid in [*self.serving(), *self.shared_embedder()]]
+        rows.append(
+            (
+                "PSS of every serving process together",
+                f"{sum(r.get('Pss', 0.0) for r in every):.0f} MB",
+                "-",
+                None,
+            )
+        )
+        return rows
 
     def stop(self) -> None:
         self.process.terminate()

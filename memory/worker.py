@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 
 from memory import dispatch
+from memory.embeddings.shared import EmbedderUnavailable
 from memory.services import (
     ConsolidationReport,
     consolidation_run,
@@ -121,7 +122,12 @@ class ConsolidatorLoop:
 
     def _embed(self) -> None:
         """Embed a batch of the items published or imported since the last cycle, off the request path."""
-        embedded = embeddings_refresh(after=self._embedded_upto, limit=EMBED_PER_CYCLE)
+        try:
+            embedded = embeddings_refresh(after=self._embedded_upto, limit=EMBED_PER_CYCLE)
+        except EmbedderUnavailable:
+            # The shared embedder is (re)starting; its supervisor says so. Embedded next cycle.
+            logger.debug("the shared embedder does not answer; embedding on a later cycle")
+            return
         self._embedded_upto = embedded.upto
         if embedded.complete and not self._pruned:
             # Every item has a vector under the configured model: other models' vectors can go.

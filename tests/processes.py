@@ -73,3 +73,19 @@ def wait_until(condition: Callable[[], bool], *, timeout: float, what: str, inte
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting: {what}")
         time.sleep(interval)
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid` started, from any of its threads (a supervisor thread's included)."""
+    return [
+        int(c)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for c in (task / "children").read_text().split()
+    ]
+
+
+def shared_embedders(pid: int) -> list[int]:
+    """The shared embedder processes (memory.embeddings.service) that `pid` runs."""
+    return [
+        c for c in children(pid) if b"memory.embeddings.service" in Path(f"/proc/{c}/cmdline").read_bytes()
+    ]

@@ -4,7 +4,8 @@ Lifespan and POST /mcp go to the MCP app; GET and DELETE on /mcp are 405 (the se
 stateless: no SSE stream, no session to delete); everything else goes to Django. With no
 CELERY_BROKER_URL the lifespan also starts and stops the embedded consolidator (memory.worker), so
 one serving process consolidates proposals and keeps freshness current by itself, and the heap
-trimmer (memory.heap) returns freed memory every few seconds. An MCP
+trimmer (memory.heap) returns freed memory every few seconds. The lifespan also has the process
+leave the local model to the machine's shared embedder (memory.embeddings.share). An MCP
 request's database work runs in the process's request threads (mcpbridge.threads), which return
 or keep its connection at the end of each unit: no thread, connection or signal hop per request.
 """
@@ -29,6 +30,7 @@ from django.conf import settings  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 
 from mcpbridge.asgi import build_mcp_app  # noqa: E402
+from memory import embeddings  # noqa: E402
 from memory.heap import trim_periodically, trim_periodically_stop  # noqa: E402
 from memory.worker import embedded_start, embedded_stop  # noqa: E402
 from workspaces.logs import request_id, request_id_for  # noqa: E402
@@ -128,12 +130,15 @@ class Router:
         async def observed_receive() -> Any:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                # Before the consolidator starts: it embeds what it publishes.
+                await sync_to_async(embeddings.share, thread_sensitive=False)()
                 await sync_to_async(embedded_start, thread_sensitive=False)()
                 settle_after_startup()
                 trim_periodically()
             elif message["type"] == "lifespan.shutdown":
                 trim_periodically_stop()
                 await sync_to_async(embedded_stop, thread_sensitive=False)()
+                await sync_to_async(embeddings.unshare, thread_sensitive=False)()
             return message
 
         await self.mcp_app(scope, observed_receive, send)  # type: ignore[arg-type]

@@ -367,6 +367,11 @@ UNFORGETTER = {
     # when the model loads and keeps the faster (memory.embeddings.minilm.threads_for).
     "MODELS_DIR": Path(env.str("MODELS_DIR", default=str(BASE_DIR / "var" / "models"))),
     "EMBEDDER_THREADS": env.int("EMBEDDER_THREADS", default=0 if USABLE_CORES >= 2 else 1),
+    # Where the serving processes of this machine reach the one process that runs the local model
+    # for all of them (memory.embeddings.shared); empty: each serving process loads the model itself.
+    "EMBEDDER_SOCKET": env.str(
+        "EMBEDDER_SOCKET", default="" if TESTING else str(BASE_DIR / "var" / "embedder.sock")
+    ),
     "CURSOR_TTL": timedelta(seconds=env.int("CURSOR_TTL_SECONDS", default=15 * 60)),
     # The longest one ranking statement may run (memory.query_limits; 0: no limit).
     "SEARCH_STATEMENT_TIMEOUT_MS": env.int("SEARCH_STATEMENT_TIMEOUT_MS", default=2000),

@@ -5,21 +5,32 @@ An embedder turns texts into unit-length float32 rows (`Embedder`). Which one ru
 Runtime; see memory.embeddings.minilm), "openai" (any OpenAI-compatible `/embeddings` endpoint, see
 memory.embeddings.remote) or "off". With none available retrieval is lexical alone, and every
 vector-dependent step is skipped.
+
+A serving process does not load the local model itself: `share()` has it ask the machine's
+shared embedder (memory.embeddings.shared), one process that every serving process beside it uses.
+Other processes (commands, Celery workers, tests) load the model where they embed.
 """
 
 from __future__ import annotations
 
+import logging
+import sys
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 from django.conf import settings
 
-from memory.embeddings import remote
+from memory.embeddings import local_model, remote, shared
+
+logger = logging.getLogger(__name__)
 
 QUERY_CACHE_SIZE = 2048
+# How long a serving process waits at its start for the shared embedder to answer.
+SHARED_START_SECONDS = 30.0
 # Texts embedded ahead of their call at once per process (one core's worth on a small machine).
 PREFETCH_THREADS = 2
 
@@ -34,6 +45,8 @@ class Embedder(Protocol):
 
 _lock = threading.Lock()
 _configured: dict[tuple[str, str, str], Embedder | None] = {}
+# Set by `share()` in a serving process: its local model runs in the shared embedder.
+_supervisor: shared.Supervisor | None = None
 
 
 def embedder() -> Embedder | None:
@@ -49,18 +62,72 @@ def embedder() -> Embedder | None:
 
 def _build(kind: str, url: str, model: str) -> Embedder | None:
     if kind == "local":
+        path = local_model.model_zip()
+        if path is None:
+            return None
+        if _supervisor is not None:
+            return shared.SharedEmbedder(
+                _supervisor.socket_path, name=local_model.NAME, dimensions=local_model.DIMENSIONS
+            )
         # Imported here: ONNX Runtime is 28-37 MB of every process that loads it,
         # and a process with another embedder (or none) never runs it.
         from memory.embeddings import minilm  # noqa: PLC0415
 
-        path = minilm.model_zip()
         conf = settings.UNFORGETTER
-        return (
-            minilm.MiniLM(path, folder=conf["MODELS_DIR"], threads=conf["EMBEDDER_THREADS"]) if path else None
-        )
+        return minilm.MiniLM(path, folder=conf["MODELS_DIR"], threads=conf["EMBEDDER_THREADS"])
     if kind == "openai" and url:
         return remote.RemoteEmbedder(url=url, model=model, api_key=settings.UNFORGETTER["EMBEDDINGS_API_KEY"])
     return None
+
+
+def share(*, wait: float = SHARED_START_SECONDS) -> shared.Supervisor | None:
+    """Have this serving process's local model run by the machine's shared embedder.
+
+    Called once at a serving process's start (unforgetter.asgi), before anything embeds. Does
+    nothing unless the embedder is the local one, its package is installed and EMBEDDER_SOCKET
+    names a socket. Starts this process's `shared.Supervisor` and waits up to `wait` seconds
+    for the service to answer, so that a fresh server ranks its first calls by meaning too.
+    Returns the supervisor (`unshare()` stops it).
+    """
+    global _supervisor
+    conf = settings.UNFORGETTER
+    socket_path = conf["EMBEDDER_SOCKET"]
+    if conf["EMBEDDER"] != "local" or not socket_path or local_model.model_zip() is None:
+        return None
+    socket_path = Path(socket_path).absolute()
+    if len(str(socket_path).encode()) > shared.MAX_SOCKET_PATH:
+        logger.warning(
+            "EMBEDDER_SOCKET %s is too long for a Unix socket; each process embeds for itself", socket_path
+        )
+        return None
+    command = [
+        sys.executable,
+        "-m",
+        "memory.embeddings.service",
+        *("--socket", str(socket_path), "--model-zip", str(local_model.model_zip())),
+        *("--folder", str(Path(conf["MODELS_DIR"]).absolute()), "--threads", str(conf["EMBEDDER_THREADS"])),
+    ]
+    supervisor = shared.Supervisor(socket_path, command, cwd=Path(settings.BASE_DIR))
+    with _lock:
+        _supervisor = supervisor
+        _configured.clear()
+    supervisor.start()
+    if not supervisor.wait_until_answered(wait):
+        logger.warning(
+            "the shared embedder did not answer within %.0f s; calls are ranked by their words until it does",
+            wait,
+        )
+    return supervisor
+
+
+def unshare() -> None:
+    """Stop this process's supervisor (and the service, where this process runs it)."""
+    global _supervisor
+    with _lock:
+        supervisor, _supervisor = _supervisor, None
+        _configured.clear()
+    if supervisor is not None:
+        supervisor.stop()
 
 
 class _QueryVectors:

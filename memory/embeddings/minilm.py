@@ -25,7 +25,6 @@ importing it (its `__init__` prints on import), and the model is loaded on the f
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import logging
 import os
@@ -41,14 +40,12 @@ from typing import IO
 import numpy as np
 import onnxruntime
 
+from memory.embeddings.local_model import DIMENSIONS, NAME
 from memory.embeddings.wordpiece import WordPiece
 from memory.heap import release_freed_memory
 
 logger = logging.getLogger(__name__)
 
-NAME = "all-MiniLM-L6-v2-int8"
-DIMENSIONS = 384
-PACKAGE = "all_minilm_l6_v2"
 MAX_TOKENS = 128
 # Part of the built file's name: bump it whenever encoder_graph or the quantisation changes.
 BUILDER_VERSION = 2
@@ -59,15 +56,6 @@ _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 MEASURED_TASK = "Change the retry policy of invoice-worker for failed payments"
 MEASURED_RUNS = 15
 TWO_THREADS_AT_MOST = 0.85
-
-
-def model_zip() -> Path | None:
-    """Where the package keeps the model, or None when it is not installed."""
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(next(iter(spec.submodule_search_locations))) / "model.zip"
-    return path if path.is_file() else None
 
 
 def _safetensors(stream: IO[bytes]) -> dict[str, np.ndarray]:

@@ -34,7 +34,8 @@ import pytest
 from celery import Celery
 
 from memory.dispatch import CONSOLIDATE_TASK
-from tests.processes import ROOT
+from memory.embeddings import local_model, shared
+from tests.processes import ROOT, shared_embedders
 from workspaces.keys import new_key
 
 pytestmark = [pytest.mark.fleet, pytest.mark.slow]
@@ -220,6 +221,8 @@ def fleet() -> Iterator[Fleet]:
             "LOG_LEVEL": "INFO",
             "PYTHONUNBUFFERED": "1",
             "DB_POOL_MAX": "8",
+            # The web processes share one embedder (memory.embeddings.shared), the fleet's own.
+            "EMBEDDER_SOCKET": str(root / "embedder.sock"),
         }
     )
     env.pop("CACHE_URL", None)
@@ -487,3 +490,9 @@ def test_the_fleet_survives_kill_9_and_restarts_with_nothing_lost_or_doubled(fle
     assert statuses["published"] == len(out.accepted), statuses
     assert "ledger intact" in ledger
     assert sum(fleet.restarts.values()) == 6
+    # web1 ran the shared embedder (it started first) and its kill -9 ended it too; web2 took it
+    # over, and the restarted web1 left it there: one answers, for both.
+    if local_model.model_zip() is not None:
+        assert shared.answers(fleet.root / "embedder.sock")
+        services = {name: shared_embedders(fleet.processes[name].pid) for name in ("web1", "web2")}
+        assert sorted(len(pids) for pids in services.values()) == [0, 1], services

@@ -19,10 +19,10 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from memory import embeddings
-from memory.embeddings import encoder_graph, minilm
+from memory.embeddings import encoder_graph, local_model, minilm
 
 pytestmark = pytest.mark.skipif(
-    minilm.model_zip() is None, reason="the local model's package is not installed"
+    local_model.model_zip() is None, reason="the local model's package is not installed"
 )
 
 DEPLOYS = "The web frontend is deployed to production every Tuesday."
@@ -55,7 +55,7 @@ def test_a_text_has_the_same_vector_alone_and_among_others(local: minilm.MiniLM)
 def test_a_text_has_the_same_vector_on_any_number_of_threads() -> None:
     # EMBEDDER_THREADS is each process's own setting: workers set differently must store and
     # compare vectors of one model, so the thread count may not change a single bit.
-    weights = minilm.model_zip()
+    weights = local_model.model_zip()
     assert weights is not None
     folder = settings.UNFORGETTER["MODELS_DIR"]
     one, two, three = (minilm.MiniLM(weights, folder=folder, threads=n).embed(TEXTS) for n in (1, 2, 3))
@@ -66,7 +66,7 @@ def test_a_text_has_the_same_vector_on_any_number_of_threads() -> None:
 def test_threads_by_measuring_keeps_the_faster_count_and_the_same_vectors() -> None:
     # EMBEDDER_THREADS=0 (the default on two cores): the process times one and two threads per
     # call when it loads the model and keeps one of them; the vectors cannot tell which.
-    weights = minilm.model_zip()
+    weights = local_model.model_zip()
     assert weights is not None
     folder = settings.UNFORGETTER["MODELS_DIR"]
     measured = minilm.MiniLM(weights, folder=folder, threads=0)
@@ -88,7 +88,7 @@ def test_a_paraphrase_is_closer_than_an_unrelated_sentence(local: minilm.MiniLM)
 
 
 def test_int8_vectors_stay_close_to_the_float32_graphs(local: minilm.MiniLM) -> None:
-    path = minilm.model_zip()
+    path = local_model.model_zip()
     assert path is not None
     with zipfile.ZipFile(path) as archive, archive.open("model.safetensors") as stream:
         graph = encoder_graph.build(minilm._safetensors(stream))
@@ -103,7 +103,7 @@ def test_int8_vectors_stay_close_to_the_float32_graphs(local: minilm.MiniLM) -> 
 
 
 def test_the_model_file_is_built_once_and_then_reused(tmp_path: Path) -> None:
-    weights = minilm.model_zip()
+    weights = local_model.model_zip()
     assert weights is not None
     built = minilm.built_model(weights, tmp_path / "models")
     assert built.parent == tmp_path / "models"
@@ -120,7 +120,7 @@ def test_the_model_file_is_built_once_and_then_reused(tmp_path: Path) -> None:
 
 def test_the_weights_are_mapped_from_their_file_not_copied(local: minilm.MiniLM) -> None:
     local.embed([DEPLOYS])
-    weights = minilm.model_zip()
+    weights = local_model.model_zip()
     assert weights is not None
     built = minilm.built_model(weights, settings.UNFORGETTER["MODELS_DIR"])
     # Mapped pages of one file are shared by every worker process; a copy would be each one's own.
@@ -128,7 +128,7 @@ def test_the_weights_are_mapped_from_their_file_not_copied(local: minilm.MiniLM)
 
 
 def test_the_session_without_a_memory_arena_gives_the_same_vectors(local: minilm.MiniLM) -> None:
-    weights = minilm.model_zip()
+    weights = local_model.model_zip()
     assert weights is not None
     built = minilm.built_model(weights, settings.UNFORGETTER["MODELS_DIR"])
     options = minilm.session_options(1)
@@ -144,10 +144,10 @@ def test_the_session_without_a_memory_arena_gives_the_same_vectors(local: minilm
 def test_prepare_embedder_leaves_the_model_file_every_process_loads(local: minilm.MiniLM) -> None:
     out = io.StringIO()
     call_command("prepare_embedder", stdout=out)
-    weights = minilm.model_zip()
+    weights = local_model.model_zip()
     assert weights is not None
     built = minilm.built_model(weights, settings.UNFORGETTER["MODELS_DIR"])
-    assert out.getvalue().startswith(f"{minilm.NAME}: {built} (")
+    assert out.getvalue().startswith(f"{local_model.NAME}: {built} (")
     assert built.is_file()
 
 

@@ -24,13 +24,13 @@ ROOT = Path(__file__).resolve().parents[2]
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
 
-from memory.embeddings import minilm  # noqa: E402
+from memory.embeddings import local_model, minilm  # noqa: E402
 from memory.embeddings.bert_characters import DROPPED, NONSPACING, PUNCTUATION  # noqa: E402
 from memory.embeddings.wordpiece import CJK, WordPiece, words  # noqa: E402
 
 
 def _tokenizer_json() -> str:
-    path = minilm.model_zip()
+    path = local_model.model_zip()
     assert path is not None, "the model package is a dependency"
     with zipfile.ZipFile(path) as archive:
         return archive.read("tokenizer.json").decode()

@@ -6,7 +6,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from memory.embeddings import minilm
+from memory.embeddings import local_model, minilm
 
 
 class Command(BaseCommand):
@@ -17,10 +17,10 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        weights = minilm.model_zip()
+        weights = local_model.model_zip()
         if settings.UNFORGETTER["EMBEDDER"] != "local" or weights is None:
             self.stdout.write("No local embedder to prepare.")
             return
         started = time.monotonic()
         path = minilm.built_model(weights, settings.UNFORGETTER["MODELS_DIR"])
-        self.stdout.write(f"{minilm.NAME}: {path} ({time.monotonic() - started:.1f}s)")
+        self.stdout.write(f"{local_model.NAME}: {path} ({time.monotonic() - started:.1f}s)")

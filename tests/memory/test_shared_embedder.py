@@ -1,0 +1,240 @@
+"""The shared embedder: one process per machine runs the local model for every serving process.
+
+Through the MCP SDK client against the live server, with the real service process
+(memory.embeddings.service) started by the real supervisor (memory.embeddings.shared), the way a
+serving process starts it (`embeddings.share()`, which the ASGI lifespan calls).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.conf import settings
+from django.test import override_settings
+
+from memory import embeddings
+from memory.embeddings import local_model, minilm, query_vectors, shared
+from memory.models import Embedding
+from memory.services.embeddings import embeddings_refresh
+from memory.worker import ConsolidatorLoop
+from tests.conftest import LiveServer, Tenant
+from tests.processes import ROOT, process_env, shared_embedders, wait_until
+from tests.readpath import RecordingMCPClient, add_item, sdk_factory
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(local_model.model_zip() is None, reason="the local model's package is not installed"),
+]
+
+DEPLOYS = "The web frontend is deployed to production every Tuesday."
+PARAPHRASES = [
+    "On which weekday do we ship the site to prod?",
+    "Which day of the week does the website go live?",
+    "What day are releases of the site pushed out?",
+]
+# Long enough for the service to start, restart or be taken over on a busy machine (a liveness
+# deadline, not a timing assertion).
+DEADLINE = 60.0
+
+
+@pytest.fixture
+def sdk(live: LiveServer) -> Callable[..., RecordingMCPClient]:
+    return sdk_factory(live)
+
+
+@pytest.fixture
+def socket_path() -> Iterator[Path]:
+    # Short: a Unix socket's path has at most 107 bytes, and pytest's tmp_path can be longer.
+    folder = Path(tempfile.mkdtemp(prefix="emb", dir="/tmp"))
+    yield folder / "embedder.sock"
+    for child in folder.iterdir():
+        child.unlink()
+    folder.rmdir()
+
+
+@pytest.fixture
+def shared_here(socket_path: Path) -> Iterator[shared.Supervisor]:
+    """This process (the live server's) uses the shared embedder, as a serving process does."""
+    query_vectors.clear()
+    with override_settings(UNFORGETTER={**settings.UNFORGETTER, "EMBEDDER_SOCKET": str(socket_path)}):
+        supervisor = embeddings.share()
+        assert supervisor is not None
+        try:
+            yield supervisor
+        finally:
+            embeddings.unshare()
+            query_vectors.clear()
+
+
+def _search(client: RecordingMCPClient, query: str) -> list[dict]:
+    return client.ok("search_memory", {"project_id": "platform", "query": query})["results"]
+
+
+def _service_pid(supervisor: shared.Supervisor) -> int:
+    pid = supervisor.service_pid
+    assert pid is not None
+    return pid
+
+
+def test_a_serving_process_asks_the_shared_embedder_for_the_same_vectors(
+    tenant: Tenant, sdk, shared_here: shared.Supervisor
+) -> None:
+    model = embeddings.embedder()
+    assert isinstance(model, shared.SharedEmbedder)
+    assert model.name == local_model.NAME  # its vectors are the local model's: nothing re-embeds
+    assert shared_here.runs_the_service
+    texts = [DEPLOYS, "", "Größe und Ümlaute " * 40]
+    weights = local_model.model_zip()
+    assert weights is not None
+    own = minilm.MiniLM(weights, folder=settings.UNFORGETTER["MODELS_DIR"], threads=1)
+    assert np.array_equal(model.embed(texts), own.embed(texts))
+
+    deploys = add_item(tenant.projects["platform"], DEPLOYS)
+    add_item(tenant.projects["platform"], "Kafka topics are named after their producer.")
+    embeddings_refresh()
+    assert set(Embedding.objects.values_list("model", flat=True)) == {local_model.NAME}
+    client = sdk(tenant.issue()[0])
+    results = _search(client, PARAPHRASES[0])
+    assert [r["ref"] for r in results] == [deploys.ref]
+    assert results[0]["why"] == "close in meaning to the query"
+
+
+def test_when_the_service_dies_calls_are_answered_by_their_words_until_it_is_back(
+    tenant: Tenant, sdk, shared_here: shared.Supervisor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Long enough that the calls below are made while it is down, however slow the machine.
+    monkeypatch.setattr(shared, "FIRST_RESTART_SECONDS", 5.0)
+    deploys = add_item(tenant.projects["platform"], DEPLOYS)
+    embeddings_refresh()
+    client = sdk(tenant.issue()[0])
+    assert _search(client, PARAPHRASES[0])[0]["ref"] == deploys.ref
+    first = _service_pid(shared_here)
+
+    os.kill(first, signal.SIGKILL)
+    wait_until(lambda: not shared.answers(shared_here.socket_path), timeout=DEADLINE, what="the service gone")
+    # No error: the words still find the fact, and a question only its meaning answers finds nothing.
+    words = _search(client, "when is the web frontend deployed")
+    assert words[0]["ref"] == deploys.ref
+    assert words[0]["why"] == "matches words of the query"
+    assert _search(client, PARAPHRASES[1]) == []
+
+    wait_until(
+        lambda: shared.answers(shared_here.socket_path), timeout=DEADLINE, what="the service restarted"
+    )
+    assert _service_pid(shared_here) != first
+    assert _search(client, PARAPHRASES[2])[0]["ref"] == deploys.ref
+
+
+def test_the_consolidator_embeds_once_the_service_answers(
+    tenant: Tenant, socket_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    item = add_item(tenant.projects["platform"], DEPLOYS)
+    loop = ConsolidatorLoop()
+    # As at a serving process's start while the service loads: nothing fails, nothing is lost.
+    nowhere = shared.SharedEmbedder(socket_path, name=local_model.NAME, dimensions=local_model.DIMENSIONS)
+    with pytest.raises(shared.EmbedderUnavailable):
+        nowhere.embed([DEPLOYS])
+    with monkeypatch.context() as patched:
+        patched.setattr(embeddings, "_build", lambda *_: nowhere)
+        patched.setattr(embeddings, "_configured", {})
+        loop.run_once()
+    assert not Embedding.objects.filter(fact=item).exists()
+
+    with override_settings(UNFORGETTER={**settings.UNFORGETTER, "EMBEDDER_SOCKET": str(socket_path)}):
+        assert embeddings.share() is not None
+    try:
+        assert isinstance(embeddings.embedder(), shared.SharedEmbedder)
+        loop.run_once()
+    finally:
+        embeddings.unshare()
+    assert Embedding.objects.filter(fact=item, model=local_model.NAME).count() == 1
+
+
+_SERVES = """
+import sys, time
+import django
+django.setup()
+from memory import embeddings
+supervisor = embeddings.share()
+print("runs" if supervisor.runs_the_service else "waits", flush=True)
+time.sleep(600)
+"""
+
+
+def test_when_the_process_running_it_is_killed_another_takes_it_over(socket_path: Path) -> None:
+    env = process_env(EMBEDDER_SOCKET=str(socket_path), UNFORGETTER_TESTING="1")
+    first = subprocess.Popen(
+        [sys.executable, "-c", _SERVES], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert first.stdout is not None
+        assert first.stdout.readline().strip() == "runs"
+        with override_settings(UNFORGETTER={**settings.UNFORGETTER, "EMBEDDER_SOCKET": str(socket_path)}):
+            second = embeddings.share(wait=0)
+        assert second is not None
+        try:
+            assert not second.runs_the_service  # the first process holds the lock
+            assert isinstance(embeddings.embedder(), shared.SharedEmbedder)
+            assert embeddings.embedder().embed([DEPLOYS]).shape == (1, local_model.DIMENSIONS)  # type: ignore[union-attr]
+            (service,) = shared_embedders(first.pid)
+
+            first.kill()
+            first.wait()
+            # The kernel ends the service with its parent, and releases the parent's lock.
+            wait_until(lambda: not _alive(service), timeout=DEADLINE, what="the orphaned service ended")
+            wait_until(lambda: second.runs_the_service, timeout=DEADLINE, what="this process took it over")
+            wait_until(lambda: shared.answers(socket_path), timeout=DEADLINE, what="the new service answers")
+            assert embeddings.embedder().embed([DEPLOYS]).shape == (1, local_model.DIMENSIONS)  # type: ignore[union-attr]
+        finally:
+            embeddings.unshare()
+    finally:
+        first.kill()
+        first.wait()
+    assert not second.runs_the_service
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    return state != "Z"
+
+
+def test_the_service_refuses_what_is_not_a_list_of_texts(shared_here: shared.Supervisor) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stream:
+        stream.settimeout(10)
+        stream.connect(str(shared_here.socket_path))
+        for request in (b"not json", b'{"texts": 1}', b'["a", 2]'):
+            shared.write_frame(stream, request)
+            answer = shared.read_frame(stream)
+            assert answer is not None
+            assert answer[:1] == shared.ERROR
+        shared.write_frame(stream, b'["still served"]')
+        answer = shared.read_frame(stream)
+        assert answer is not None
+        assert answer[:1] == shared.VECTORS
+        assert len(answer) == 1 + 4 * local_model.DIMENSIONS
+        # A frame claiming more than the largest allowed is not read: the connection is closed.
+        stream.sendall(shared.HEADER.pack(shared.MAX_FRAME + 1))
+        assert stream.recv(1) == b""
+    assert oct(shared_here.socket_path.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_serving_process_without_a_usable_socket_embeds_for_itself(socket_path: Path) -> None:
+    long = socket_path.parent / ("x" * 120) / "embedder.sock"
+    with override_settings(UNFORGETTER={**settings.UNFORGETTER, "EMBEDDER_SOCKET": str(long)}):
+        assert embeddings.share() is None
+    with override_settings(UNFORGETTER={**settings.UNFORGETTER, "EMBEDDER_SOCKET": ""}):
+        assert embeddings.share() is None
+    assert isinstance(embeddings.embedder(), minilm.MiniLM)
