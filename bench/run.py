@@ -397,7 +397,8 @@ class Server:
     def parts_rows(self) -> list[tuple[str, str, str, bool | None]]:
         """Of the serving process with the largest RSS: its proportional set size (each shared
         page split among its sharers), and its anonymous memory beside its file-backed pages
-        (libraries and the model's weights, shared with other processes that map them)."""
+        (libraries and the model's weights, shared with other processes that map them); and the
+        RSS and PSS of the machine's shared embedder, where the workers share one."""
         rollup = max((_rollup_mb(pid) for pid in self.serving()), key=lambda r: r.get("Rss", 0.0))
         anon, pss = rollup.get("Anonymous", 0.0), rollup.get("Pss", 0.0)
         files = rollup.get("Rss", 0.0) - anon
@@ -415,15 +416,6 @@ class Server:
                     None,
                 )
             )
-        every = [_rollup_mb(pid) for pid in [*self.serving(), *self.shared_embedder()]]
-        rows.append(
-            (
-                "PSS of every serving process together",
-                f"{sum(r.get('Pss', 0.0) for r in every):.0f} MB",
-                "-",
-                None,
-            )
-        )
         return rows
 
     def stop(self) -> None:
