@@ -17,6 +17,7 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from workspaces.keys import install_keys
+from workspaces.logs import PLAIN_FORMAT
 from workspaces.net import parse_networks
 
 # Django's generic classes (ModelAdmin[Model], QuerySet[Model], ...) subscriptable at run time,
@@ -443,7 +444,7 @@ LOGGING = {
     "filters": {"request_id": {"()": "workspaces.logs.RequestIdFilter"}},
     "formatters": {
         "json": {"()": "workspaces.logs.JsonFormatter"},
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"},
+        "plain": {"format": PLAIN_FORMAT},
     },
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]}

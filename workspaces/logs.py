@@ -26,6 +26,18 @@ def request_id_for(presented: str | None) -> str:
     return uuid.uuid4().hex
 
 
+# LOG_FORMAT=plain: for a terminal.
+PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"
+
+
+def console_handler(log_format: str) -> logging.Handler:
+    """The console handler LOGGING configures, for a process without Django's settings."""
+    handler = logging.StreamHandler()
+    handler.addFilter(RequestIdFilter())
+    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(PLAIN_FORMAT))
+    return handler
+
+
 class RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = request_id.get() or "-"

@@ -39,6 +39,7 @@ import numpy as np
 
 from memory.embeddings import local_model, minilm
 from memory.embeddings.shared import ERROR, VECTORS, read_frame, write_frame
+from workspaces.logs import console_handler
 
 logger = logging.getLogger("memory.embeddings.service")
 
@@ -118,7 +119,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--parent", type=int, default=0, help="end when this process ends")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # As the serving processes log (LOGGING in the settings, which this process does not load).
+    logging.basicConfig(
+        level=os.environ.get("LOG_LEVEL", "INFO"),
+        handlers=[console_handler(os.environ.get("LOG_FORMAT", "json"))],
+    )
     if args.parent:
         _end_with(args.parent)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
