@@ -19,7 +19,8 @@ import django
 from asgiref.sync import sync_to_async
 from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 
-from unforgetter.collector import limit_malloc_arenas, settle_after_startup
+from memory.heap import limit_malloc_arenas, trim_periodically, trim_periodically_stop
+from unforgetter.collector import settle_after_startup
 
 # Before anything starts a thread (request threads, the embedder's, the consolidator).
 limit_malloc_arenas()
@@ -31,7 +32,6 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 from mcpbridge.asgi import build_mcp_app  # noqa: E402
 from memory import embeddings  # noqa: E402
-from memory.heap import trim_periodically, trim_periodically_stop  # noqa: E402
 from memory.worker import embedded_start, embedded_stop  # noqa: E402
 from workspaces.logs import request_id, request_id_for  # noqa: E402
 from workspaces.net import client_address  # noqa: E402

@@ -39,6 +39,7 @@ import numpy as np
 
 from memory.embeddings import local_model, minilm
 from memory.embeddings.shared import ERROR, VECTORS, read_frame, write_frame
+from memory.heap import limit_malloc_arenas
 from workspaces.logs import console_handler
 
 logger = logging.getLogger("memory.embeddings.service")
@@ -119,6 +120,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--parent", type=int, default=0, help="end when this process ends")
     args = parser.parse_args(argv)
+    # Before any thread starts: each connection is served by a thread of its own.
+    limit_malloc_arenas()
     # As the serving processes log (LOGGING in the settings, which this process does not load).
     logging.basicConfig(
         level=os.environ.get("LOG_LEVEL", "INFO"),

@@ -1,4 +1,4 @@
-"""The serving process caps glibc's malloc arenas (unforgetter.collector.limit_malloc_arenas)."""
+"""The serving process caps glibc's malloc arenas (memory.heap.limit_malloc_arenas)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from unforgetter.collector import MALLOC_ARENAS, limit_malloc_arenas
+from memory.heap import MALLOC_ARENAS, limit_malloc_arenas
 
 pytestmark = pytest.mark.skipif(
     platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc's malloc only"
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(
 # Eight threads allocating at once, then malloc_info's count of heaps (one per arena).
 _ARENAS_USED = """
 import ctypes, sys, threading
-from unforgetter.collector import limit_malloc_arenas
+from memory.heap import limit_malloc_arenas
 print(limit_malloc_arenas())
 barrier = threading.Barrier(8)
 def work():
