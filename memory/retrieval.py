@@ -38,7 +38,7 @@ from django.db import connections
 from django.db.models import QuerySet
 
 from memory import search
-from memory.embeddings import Embedder, embedder, pgvector, query_vectors
+from memory.embeddings import Embedder, EmbedderResting, embedder, pgvector, query_vectors
 from memory.embeddings.index import VectorIndex, indexes, newest_sql
 from memory.embeddings.pgvector import ProjectVectors
 from memory.lexical_index import Hit, LexicalIndex, Probe, lexical_indexes, words
@@ -403,10 +403,13 @@ def _query_vector(model: Embedder, query: str) -> np.ndarray | None:
 
     The call is then ranked by its words alone, as an item without a vector is: each result's
     `why` says so, and the agent still gets an answer rather than an error. The failure is
-    logged for the operator, without a traceback, at most once a minute.
+    logged for the operator, without a traceback, at most once a minute; for a few seconds
+    after a failure the embedder is not asked (`embeddings.RESTING_SECONDS`).
     """
     try:
         return query_vectors.get(model, query)
+    except EmbedderResting:
+        return None  # it failed a moment ago, and that was logged
     except Exception as exc:
         now = time.monotonic()
         with _failures_lock:

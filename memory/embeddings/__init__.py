@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -29,6 +30,8 @@ from memory.embeddings import local_model, remote, shared
 logger = logging.getLogger(__name__)
 
 QUERY_CACHE_SIZE = 2048
+# After an embedder fails a query, how long queries are ranked without it before it is tried again.
+RESTING_SECONDS = 5.0
 # How long a serving process waits at its start for the shared embedder to answer.
 SHARED_START_SECONDS = 30.0
 # Texts embedded ahead of their call at once per process (one core's worth on a small machine).
@@ -130,6 +133,10 @@ def unshare() -> None:
         supervisor.stop()
 
 
+class EmbedderResting(RuntimeError):
+    """The embedder failed a moment ago: queries are not sent to it until `RESTING_SECONDS` pass."""
+
+
 class _QueryVectors:
     """The vector of each recent query or task text, per embedder: a repeated question costs nothing.
 
@@ -137,6 +144,10 @@ class _QueryVectors:
     credential's publication, the standing part, the word ranking) runs meanwhile; `get` then
     waits for that result instead of embedding the text again. ONNX Runtime releases the GIL
     while the model runs, so the two overlap.
+
+    After an embedder fails a text, no new text is sent to it for `RESTING_SECONDS` (`get`
+    raises `EmbedderResting`, `prefetch` does nothing); then the next one is. An endpoint that
+    hangs holds one call for its timeout then, not every call.
     """
 
     def __init__(self, size: int) -> None:
@@ -145,6 +156,7 @@ class _QueryVectors:
         self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._pending: dict[tuple[str, str], Future[np.ndarray]] = {}
         self._executor: ThreadPoolExecutor | None = None
+        self._failed: dict[str, float] = {}  # embedder name: when it last failed a text
 
     def get(self, model: Embedder, text: str) -> np.ndarray:
         key = (model.name, text)
@@ -154,9 +166,16 @@ class _QueryVectors:
                 self._vectors.move_to_end(key)
                 return cached
             pending = self._pending.get(key)
+            resting = self._resting(model.name)
         if pending is not None:
             return pending.result()
+        if resting:
+            raise EmbedderResting(f"{model.name} failed less than {RESTING_SECONDS:.0f} s ago")
         return self._embedded(model, text)
+
+    def _resting(self, name: str) -> bool:
+        failed = self._failed.get(name)
+        return failed is not None and time.monotonic() - failed < RESTING_SECONDS
 
     def pending(self, model: Embedder, text: str) -> bool:
         """Whether `text` is being embedded in the background and its vector is not ready yet."""
@@ -168,7 +187,7 @@ class _QueryVectors:
         """Start embedding `text` in the background unless it is cached or under way."""
         key = (model.name, text)
         with self._lock:
-            if key in self._vectors or key in self._pending:
+            if key in self._vectors or key in self._pending or self._resting(model.name):
                 return
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=PREFETCH_THREADS, thread_name_prefix="embed")
@@ -181,8 +200,10 @@ class _QueryVectors:
         except BaseException:
             with self._lock:
                 self._pending.pop(key, None)
+                self._failed[model.name] = time.monotonic()
             raise
         with self._lock:
+            self._failed.pop(model.name, None)
             self._vectors[key] = vector
             while len(self._vectors) > self._size:
                 self._vectors.popitem(last=False)
@@ -192,6 +213,7 @@ class _QueryVectors:
     def clear(self) -> None:
         with self._lock:
             self._vectors.clear()
+            self._failed.clear()
 
 
 query_vectors = _QueryVectors(QUERY_CACHE_SIZE)

@@ -2,7 +2,9 @@
 
 POSTs `{"model", "input": [...]}` to `EMBEDDINGS_URL` + `/embeddings` with the API key as a
 bearer token, the way OpenAI, Azure OpenAI, vLLM, Ollama and llama.cpp's server all accept it.
-Vectors are normalised here, so any such model compares by cosine like the local one.
+Vectors are normalised here, so any such model compares by cosine like the local one. A single
+text (a query's, which an agent's call waits on) waits at most QUERY_TIMEOUT_SECONDS for the
+answer, a batch TIMEOUT_SECONDS.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 BATCH = 128
+# A batch of the consolidator's may take long; a query's text is waited on by an agent's call.
 TIMEOUT_SECONDS = 30.0
+QUERY_TIMEOUT_SECONDS = 3.0
 
 
 class RemoteEmbedder:
@@ -26,7 +30,8 @@ class RemoteEmbedder:
         import httpx  # noqa: PLC0415
 
         rows: list[list[float]] = []
-        with httpx.Client(timeout=TIMEOUT_SECONDS, headers=self._headers) as client:
+        timeout = QUERY_TIMEOUT_SECONDS if len(texts) == 1 else TIMEOUT_SECONDS
+        with httpx.Client(timeout=timeout, headers=self._headers) as client:
             for start in range(0, len(texts), BATCH):
                 batch = texts[start : start + BATCH]
                 response = client.post(self._url, json={"model": self._model, "input": batch})

@@ -10,9 +10,11 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 
+from memory.embeddings import remote
 from memory.embeddings.remote import RemoteEmbedder
 
 
@@ -59,3 +61,32 @@ def test_importing_it_loads_no_http_client() -> None:
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+class _Hanging(BaseHTTPRequestHandler):
+    """An endpoint that accepts the request and never answers (until the test ends)."""
+
+    released = threading.Event()
+
+    def do_POST(self) -> None:
+        self.released.wait(60)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_query_waits_for_a_hanging_endpoint_only_its_own_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An agent's call waits on a query's text; a consolidator's batch may take longer.
+    monkeypatch.setattr(remote, "QUERY_TIMEOUT_SECONDS", 0.5)
+    monkeypatch.setattr(remote, "TIMEOUT_SECONDS", 60.0)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hanging)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        model = RemoteEmbedder(url=f"http://127.0.0.1:{server.server_port}/v1/", model="m")
+        with pytest.raises(httpx.TimeoutException):
+            model.embed(["How often does invoice-worker retry?"])
+    finally:
+        _Hanging.released.set()
+        server.shutdown()
+        server.server_close()

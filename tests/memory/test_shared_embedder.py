@@ -131,7 +131,13 @@ def test_when_the_service_dies_calls_are_answered_by_their_words_until_it_is_bac
         lambda: shared.answers(shared_here.socket_path), timeout=DEADLINE, what="the service restarted"
     )
     assert _service_pid(shared_here) != first
-    assert _search(client, PARAPHRASES[2])[0]["ref"] == deploys.ref
+    # Once it answers and the ranking's rest after the failure is over (RESTING_SECONDS).
+    wait_until(
+        lambda: [r["ref"] for r in _search(client, PARAPHRASES[2])] == [deploys.ref],
+        timeout=DEADLINE,
+        what="the paraphrase found by its meaning again",
+        interval=0.5,
+    )
 
 
 def test_the_consolidator_embeds_once_the_service_answers(
