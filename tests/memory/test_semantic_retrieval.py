@@ -279,7 +279,7 @@ def test_when_the_embedder_fails_calls_are_answered_by_their_words(
     monkeypatch.setattr(embeddings, "RESTING_SECONDS", 0.0)
     with override_settings(UNFORGETTER={**settings.UNFORGETTER, "EMBEDDER": "down"}):
         assert _search(client, "what day is the web frontend deployed")[0]["ref"] == deploys.ref
-    assert down.asked == 2
+    assert down.asked >= 2  # asked again once its rest is over
     query_vectors.clear()
 
 
