@@ -110,6 +110,7 @@ def share(*, wait: float = SHARED_START_SECONDS) -> shared.Supervisor | None:
         *("--socket", str(socket_path), "--model-zip", str(local_model.model_zip())),
         *("--folder", str(Path(conf["MODELS_DIR"]).absolute()), "--threads", str(conf["EMBEDDER_THREADS"])),
     ]
+    unshare()  # called again (a lifespan restarted in process): one supervisor per process
     supervisor = shared.Supervisor(socket_path, command, cwd=Path(settings.BASE_DIR))
     with _lock:
         _supervisor = supervisor

@@ -101,10 +101,11 @@ def bound(path: Path, model: minilm.MiniLM) -> _Server:
 
 def _end_with(parent: int) -> None:
     """End this process when `parent` ends, even by kill -9."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)  # Linux's alone
+    if prctl is not None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
-    def watch() -> None:  # the parent may have gone before prctl; and prctl is Linux's
+    def watch() -> None:  # the parent may have gone before prctl, or there is no prctl
         while os.getppid() == parent:
             time.sleep(PARENT_CHECK_SECONDS)
         os._exit(0)

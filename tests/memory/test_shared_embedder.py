@@ -244,3 +244,17 @@ def test_a_serving_process_without_a_usable_socket_embeds_for_itself(socket_path
     with override_settings(UNFORGETTER={**settings.UNFORGETTER, "EMBEDDER_SOCKET": ""}):
         assert embeddings.share() is None
     assert isinstance(embeddings.embedder(), minilm.MiniLM)
+
+
+def test_sharing_again_leaves_one_supervisor_and_one_service(socket_path: Path) -> None:
+    with override_settings(UNFORGETTER={**settings.UNFORGETTER, "EMBEDDER_SOCKET": str(socket_path)}):
+        first = embeddings.share()
+        second = embeddings.share()
+    try:
+        assert first is not None
+        assert second is not None
+        assert first.service_pid is None  # stopped, its service with it
+        wait_until(lambda: second.runs_the_service, timeout=DEADLINE, what="the new supervisor runs it")
+        assert embeddings.embedder().embed([DEPLOYS]).shape == (1, local_model.DIMENSIONS)  # type: ignore[union-attr]
+    finally:
+        embeddings.unshare()
