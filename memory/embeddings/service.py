@@ -1,6 +1,6 @@
 """The shared embedder: one process per machine that embeds for every serving process beside it.
 
-The local model costs each process that loads it about 50 MB (ONNX Runtime's library, its session
+The local model costs each process that loads it 55-70 MB (ONNX Runtime's library, its session
 and the pages of the weights it reads), and a web worker only embeds queries, a few milliseconds
 now and then. So the serving processes of one machine (`make run`'s workers, a fleet's uvicorn)
 leave the model to this process and ask it over a Unix socket (memory.embeddings.shared): a
