@@ -1,4 +1,5 @@
-"""Prometheus metrics: call latency by tool, refusals by limit, proposals by status, lag.
+"""Prometheus metrics: call latency by tool, refusals by limit, proposals by status, lag, and
+whether the shared embedder answers.
 
 Latency and refusals are counted in each serving process (scrape each worker, or set
 PROMETHEUS_MULTIPROC_DIR to aggregate them, prometheus_client's multi-process mode); proposals
@@ -16,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+from memory.embeddings import shared_embedder_answers
 from memory.health import consolidation_lag_seconds, proposals_by_status
 from workspaces.limits import refusals
 
@@ -37,6 +39,13 @@ class _FleetCollector(Collector):
         for limit in ("rate", "concurrency", "queue"):
             refused.add_metric([limit], refusals[limit])
         yield refused
+        answers = shared_embedder_answers()
+        if answers is not None:  # only where this process leaves its model to the shared embedder
+            yield GaugeMetricFamily(
+                "unforgetter_shared_embedder_up",
+                "1 while the machine's shared embedder answers this process, else 0 (calls rank by words).",
+                value=int(answers),
+            )
         try:
             counts = proposals_by_status()
             lag = consolidation_lag_seconds()

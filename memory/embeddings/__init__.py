@@ -124,6 +124,12 @@ def share(*, wait: float = SHARED_START_SECONDS) -> shared.Supervisor | None:
     return supervisor
 
 
+def shared_embedder_answers() -> bool | None:
+    """Whether the shared embedder this process uses answers now; None where it embeds itself."""
+    supervisor = _supervisor
+    return None if supervisor is None else shared.answers(supervisor.socket_path)
+
+
 def unshare() -> None:
     """Stop this process's supervisor (and the service, where this process runs it)."""
     global _supervisor

@@ -23,6 +23,7 @@ from django.test import override_settings
 
 from memory import embeddings
 from memory.embeddings import local_model, minilm, query_vectors, shared
+from memory.metrics import metrics_text
 from memory.models import Embedding
 from memory.services.embeddings import embeddings_refresh
 from memory.worker import ConsolidatorLoop
@@ -138,6 +139,19 @@ def test_when_the_service_dies_calls_are_answered_by_their_words_until_it_is_bac
         what="the paraphrase found by its meaning again",
         interval=0.5,
     )
+
+
+def test_metrics_say_whether_the_shared_embedder_answers(
+    shared_here: shared.Supervisor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shared, "FIRST_RESTART_SECONDS", 5.0)  # down long enough to be scraped
+    assert "unforgetter_shared_embedder_up 1.0" in metrics_text().decode()
+    os.kill(_service_pid(shared_here), signal.SIGKILL)
+    back = shared_here.socket_path
+    wait_until(lambda: not shared.answers(back), timeout=DEADLINE, what="the service gone")
+    assert "unforgetter_shared_embedder_up 0.0" in metrics_text().decode()
+    embeddings.unshare()
+    assert "unforgetter_shared_embedder_up" not in metrics_text().decode()  # it embeds itself
 
 
 def test_the_consolidator_embeds_once_the_service_answers(
