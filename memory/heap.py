@@ -35,12 +35,15 @@ _M_ARENA_MAX = -8  # glibc's malloc.h
 
 
 @functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    name = ctypes.util.find_library("c")
+def _libc() -> ctypes.CDLL | None:
     try:
-        trim: Callable[[int], int] = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):
+        return ctypes.CDLL(ctypes.util.find_library("c"))
+    except OSError:
         return None
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    trim: Callable[[int], int] | None = getattr(_libc(), "malloc_trim", None)
     return trim
 
 
@@ -85,11 +88,8 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     Nothing is changed when MALLOC_ARENA_MAX is set (glibc already applied it) or the C library
     is not glibc.
     """
-    if "MALLOC_ARENA_MAX" in os.environ:
-        return False
-    try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c")).mallopt
-    except (OSError, AttributeError):
+    mallopt = getattr(_libc(), "mallopt", None)
+    if "MALLOC_ARENA_MAX" in os.environ or mallopt is None:
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     return bool(mallopt(_M_ARENA_MAX, arenas))

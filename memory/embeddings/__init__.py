@@ -94,8 +94,8 @@ def share(*, wait: float = SHARED_START_SECONDS) -> shared.Supervisor | None:
     """
     global _supervisor
     conf = settings.UNFORGETTER
-    socket_path = conf["EMBEDDER_SOCKET"]
-    if conf["EMBEDDER"] != "local" or not socket_path or local_model.model_zip() is None:
+    socket_path, weights = conf["EMBEDDER_SOCKET"], local_model.model_zip()
+    if conf["EMBEDDER"] != "local" or not socket_path or weights is None:
         return None
     socket_path = Path(socket_path).absolute()
     if len(str(socket_path).encode()) > shared.MAX_SOCKET_PATH:
@@ -107,7 +107,7 @@ def share(*, wait: float = SHARED_START_SECONDS) -> shared.Supervisor | None:
         sys.executable,
         "-m",
         "memory.embeddings.service",
-        *("--socket", str(socket_path), "--model-zip", str(local_model.model_zip())),
+        *("--socket", str(socket_path), "--model-zip", str(weights)),
         *("--folder", str(Path(conf["MODELS_DIR"]).absolute()), "--threads", str(conf["EMBEDDER_THREADS"])),
     ]
     unshare()  # called again (a lifespan restarted in process): one supervisor per process
