@@ -55,13 +55,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcpbridge import results
 from mcpbridge.auth import authenticated_here
-from mcpbridge.server import TOOLS, answer_in_thread
+from mcpbridge.server import TOOLS, answer_in_thread, embed_ahead
 from mcpbridge.threads import in_request_thread
 from memory.metrics import CALL_SECONDS
 from workspaces.after_answer import Work, collected, run_collected
-from workspaces.bearers import kept_connection_id
+from workspaces.bearers import kept_scope
 from workspaces.exceptions import RateLimited
 from workspaces.limits import credential_slot_async
+from workspaces.scope import AgentScope
 
 _PROTOCOL_VERSION = b"mcp-protocol-version"
 _AUTHORIZATION = b"authorization"
@@ -98,8 +99,8 @@ class DirectToolCalls:
             await self.app(scope, receive, send)
             return
         token, version = _bearer_and_version(scope["headers"])
-        hint = kept_connection_id(token) if token is not None else None
-        if token is None or version is None or hint is None:
+        kept = kept_scope(token) if token is not None else None
+        if token is None or version is None or kept is None:
             await self.app(scope, receive, send)
             return
         body, replay = await _buffered(receive, scope)
@@ -116,7 +117,7 @@ class DirectToolCalls:
             await self.app(scope, replay, send)
             return
         with CALL_SECONDS.labels(call.name).time():
-            answered = await _direct_result(token, hint, call.name, call.arguments)
+            answered = await _direct_result(token, kept, call.name, call.arguments)
         if answered is None:
             await self.app(scope, replay, send)
             return
@@ -254,12 +255,18 @@ async def _buffered(receive: Receive, scope: Scope) -> tuple[bytes | None, Recei
 
 
 async def _direct_result(
-    token: str, hint: int, name: str, arguments: Mapping[str, Any]
+    token: str, kept: AgentScope, name: str, arguments: Mapping[str, Any]
 ) -> tuple[dict[str, Any], list[Work]] | None:
     """The tool's wire result in one unit of work, with the work it owes after its answer; or
-    None for the SDK to answer instead."""
+    None for the SDK to answer instead. `kept` is the scope the credential was last resolved to
+    in this process: a hint for the concurrency slot and the query's early embedding, while the
+    credential is verified (and its scope read again) in the request thread."""
+    hint = kept.connection_id
     try:
         async with credential_slot_async(hint):
+            # The query starts embedding before the thread hop and the credential's statement,
+            # the longest wait of a ranked call; it is answered only once the credential is good.
+            embed_ahead(kept, name, arguments)
             return await in_request_thread(_verified_call, token, hint, name, arguments)
     except RateLimited as refusal:
         # Refused by the slot, before the credential was checked (the SDK checks it first): the

@@ -37,10 +37,12 @@ from mcpbridge.schemas import (
     describe_validation_error,
 )
 from mcpbridge.threads import in_request_thread
+from memory import retrieval
 from memory.context import context_named
 from memory.contract import Bundle, ProjectList, ProposalReceipt, SearchPage
 from memory.exceptions import ProtectedTarget
 from memory.metrics import CALL_SECONDS
+from memory.refs import is_ref
 from memory.selectors import projects_for_agent, search_named
 from memory.services import proposal_submit
 from workspaces.exceptions import InvalidRequest, UnforgetterError
@@ -112,6 +114,26 @@ def answer_in_thread(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
     except Exception as exc:
         return results.error_wire(_refusal(name, exc))
     return results.ok_wire(payload)
+
+
+def embed_ahead(kept: AgentScope, name: str, arguments: Mapping[str, Any]) -> None:
+    """Start embedding the text a get_context or search_memory call ranks by, before its
+    credential is verified (memory.retrieval.embed_ahead): `kept` is the scope the credential
+    was last resolved to here. The text is the validated argument's, as the tool will embed it.
+    A head start only: whatever fails here, the call goes on as it would have.
+    """
+    if name not in ("get_context", "search_memory"):
+        return
+    try:
+        args = TOOLS[name][0].model_validate(arguments)
+        if isinstance(args, GetContextArgs):
+            retrieval.embed_ahead(kept, args.project_id, args.task)
+        elif isinstance(args, SearchMemoryArgs) and not is_ref(args.query.strip()):
+            retrieval.embed_ahead(kept, args.project_id, args.query)
+    except ValidationError:
+        return  # the call answers it
+    except Exception:
+        logger.exception("starting a query's embedding early failed; the call embeds it itself")
 
 
 def _validated(model: type[ArgsT], arguments: Mapping[str, Any]) -> ArgsT | UnforgetterError:

@@ -323,6 +323,17 @@ class NamedProject:
             _embedding_projects[self._key] = project.pk
 
 
+def embed_ahead(scope: AgentScope, slug: str, query: str) -> None:
+    """Start embedding a call's query before its credential is verified, where `scope` (the
+    credential's kept resolution: a hint, never authority) named this project before and its
+    queries are embedded: what `NamedProject` does at once, a thread hop and the credential's
+    statement earlier. Nothing is read and nothing is answered from it; the call verifies its
+    credential and then waits for this vector, or embeds its query, as it would anyway.
+    """
+    if (scope.fingerprint(), slug) in _embedding_projects:
+        prefetch_query_text(query)
+
+
 def embedding_projects_clear() -> None:
     """Forget which projects' queries were embedded (ids are reused, e.g. by flushed test databases)."""
     _embedding_projects.clear()

@@ -143,10 +143,10 @@ class KeptBearers:
             while len(self._kept) > self._size:
                 self._kept.popitem(last=False)
 
-    def connection_id(self, raw: str) -> int | None:
-        """The connection a kept resolution of `raw` belongs to, unchecked: a hint, never authority."""
+    def scope(self, raw: str) -> AgentScope | None:
+        """The authority a kept resolution of `raw` carried, unchecked: a hint, never authority."""
         kept = self._kept.get(self._key(raw))
-        return None if kept is None else kept[2].connection_id
+        return None if kept is None else kept[2]
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -155,15 +155,16 @@ class KeptBearers:
 _kept = KeptBearers()
 
 
-def kept_connection_id(raw: str) -> int | None:
-    """Which connection `raw` was last resolved to in this process, without reading the database.
+def kept_scope(raw: str) -> AgentScope | None:
+    """The scope `raw` was last resolved to in this process, without reading the database.
 
-    For bookkeeping done before the credential is verified (a call's concurrency slot, see
-    mcpbridge.direct); the credential itself must still be verified by `bearer_verified`.
+    For work done before the credential is verified (a call's concurrency slot, its query's
+    embedding started early: see mcpbridge.direct), never for what is answered: the credential
+    itself must still be verified by `bearer_verified`.
     """
     if len(raw) > MAX_CREDENTIAL_LENGTH:
         return None
-    return _kept.connection_id(raw)
+    return _kept.scope(raw)
 
 
 def bearer_verified(raw: str) -> tuple[BearerMatch, AgentScope] | None:

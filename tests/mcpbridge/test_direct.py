@@ -19,6 +19,9 @@ from django.test import override_settings
 
 from mcpbridge import direct
 from mcpbridge.direct import MAX_BODY
+from memory import retrieval
+from memory.embeddings import embedder
+from memory.services.embeddings import embeddings_refresh
 from tests.conftest import LiveServer, Tenant
 from tests.readpath import (  # noqa: F401
     PROTOCOL,
@@ -282,3 +285,56 @@ def test_a_streamed_body_over_the_limit_is_refused_by_the_sdk_without_being_kept
     answer = httpx.post(live.mcp_url, content=chunks(), headers=headers, timeout=30)
     assert (answer.status_code, answer.text) == (413, "Request body too large")
     assert served == []
+
+
+@pytest.mark.skipif(embedder() is None, reason="the local model's package is not installed")
+def test_a_ranked_calls_query_starts_embedding_before_its_credential_is_checked(
+    live: LiveServer, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    platform = tenant.projects["platform"]
+    fact = add_item(platform, "invoice-worker retries failed payments three times with exponential backoff")
+    embeddings_refresh()
+    events: list[str] = []
+    verifying = direct._verified_call
+    prefetching = retrieval.prefetch_query_text
+
+    def verified(token: str, hint: int, name: str, arguments: Any) -> Any:
+        events.append("verify")
+        return verifying(token, hint, name, arguments)
+
+    def prefetch(text: str) -> None:
+        events.append(f"embed {text}")
+        prefetching(text)
+
+    monkeypatch.setattr(direct, "_verified_call", verified)
+    monkeypatch.setattr(retrieval, "prefetch_query_text", prefetch)
+    token, _ = tenant.issue()
+    _warm(live, token)
+    task = {"project_id": "platform", "task": "Change the retry policy of invoice-worker"}
+    question = {"project_id": "platform", "query": "How often does invoice-worker retry?"}
+    # The first ranked call in the project: its query is embedded once the project is read.
+    assert raw_call(live.mcp_url, token, "get_context", task).status_code == 200
+    assert events[0] == "verify"
+    events.clear()
+    # From then on, before the thread hop and the credential's statement.
+    for tool, arguments, text in (
+        ("get_context", {**task, "task": "Raise the retry limit"}, "Raise the retry limit"),
+        ("search_memory", question, "How often does invoice-worker retry?"),
+    ):
+        answered = json.loads(raw_call(live.mcp_url, token, tool, arguments).content)["result"]
+        assert answered["isError"] is False
+        assert events[:2] == [f"embed {text}", "verify"]
+        events.clear()
+    # Nothing else is embedded ahead: a proposal, a ref, an argument the call refuses, nor a
+    # project this credential's scope never read.
+    events.clear()
+    proposal = {"project_id": "platform", "request_id": "ahead-0001", "change": {"op": "add_fact"}}
+    raw_call(live.mcp_url, token, "propose_memory", proposal)
+    raw_call(live.mcp_url, token, "search_memory", {"project_id": "platform", "query": fact.ref})
+    raw_call(live.mcp_url, token, "get_context", {**task, "extra": 1})
+    raw_call(live.mcp_url, token, "get_context", {**task, "task": "retry\x00limit"})
+    narrow, _ = tenant.issue(projects=["handbook"])
+    _warm(live, narrow)
+    refused = json.loads(raw_call(live.mcp_url, narrow, "get_context", task).content)["result"]
+    assert refused["structuredContent"]["error"]["code"] == "forbidden_scope"
+    assert not [event for event in events if event.startswith("embed")]
