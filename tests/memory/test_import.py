@@ -564,3 +564,20 @@ def test_looking_items_up_by_origin_uses_the_index_of_rows_that_have_one(
             cursor.execute(f"EXPLAIN QUERY PLAN {lookup}")
         plan = " ".join(str(column) for row in cursor.fetchall() for column in row)
     assert "fact_project_origin" in plan
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL plans from statistics")
+@pytest.mark.django_db(transaction=True)
+def test_an_import_leaves_the_planner_statistics_of_the_table_as_it_now_is(tmp_path: Path) -> None:
+    make_tenant("acme")
+    lines = [{"kind": "fact", "text": f"Service {i} pages the platform on-call."} for i in range(400)]
+    run("import_memory", "acme", "platform", str(write_jsonl(tmp_path / "items.jsonl", lines)))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'memory_fact'")
+        (rows,) = cursor.fetchone()
+        cursor.execute(
+            "SELECT n_distinct FROM pg_stats WHERE tablename = 'memory_fact' AND attname = 'text_digest'"
+        )
+        (distinct,) = cursor.fetchone()
+    assert rows == Fact.objects.count() == 400  # committed, analyzed: not the empty table's picture
+    assert distinct == -1  # every digest unique, as sampled
