@@ -42,8 +42,7 @@ from memory.context import context_named
 from memory.contract import Bundle, ProjectList, ProposalReceipt, SearchPage
 from memory.exceptions import ProtectedTarget
 from memory.metrics import CALL_SECONDS
-from memory.refs import is_ref
-from memory.selectors import projects_for_agent, search_named
+from memory.selectors import projects_for_agent, search_named, search_ranks
 from memory.services import proposal_submit
 from workspaces.exceptions import InvalidRequest, UnforgetterError
 from workspaces.limits import credential_rate_check, credential_slot_async
@@ -128,7 +127,7 @@ def embed_ahead(kept: AgentScope, name: str, arguments: Mapping[str, Any]) -> No
         args = TOOLS[name][0].model_validate(arguments)
         if isinstance(args, GetContextArgs):
             retrieval.embed_ahead(kept, args.project_id, args.task)
-        elif isinstance(args, SearchMemoryArgs) and not is_ref(args.query.strip()):
+        elif isinstance(args, SearchMemoryArgs) and search_ranks(args.query):
             retrieval.embed_ahead(kept, args.project_id, args.query)
     except ValidationError:
         return  # the call answers it

@@ -310,11 +310,16 @@ def project_for_context_beside(
 MAX_SEARCH_OFFSET = 500
 
 
+def search_ranks(query: str) -> bool:
+    """Whether search_memory ranks `query` (and embeds it): an item ref alone is fetched instead."""
+    return not is_ref(query.strip())
+
+
 def search_named(*, scope: AgentScope, project_id: str, query: str, cursor: str | None = None) -> SearchPage:
     """`search_for_agent` in a project named by its slug (refused as `project_for_agent` refuses):
     what search_memory does. A project this scope named before has the query embedded and its
     indexes probed early (memory.retrieval.NamedProject)."""
-    named = NamedProject(scope, project_id, query) if not is_ref(query.strip()) else None
+    named = NamedProject(scope, project_id, query) if search_ranks(query) else None
     at, values = project_for_context_beside(scope, project_id, named.beside if named else None)
     page = search_for_agent(
         scope=scope,
