@@ -112,7 +112,8 @@ def hybrid_rank(
     count candidates, checks them. `vectors` is the project's index (`project_vectors`), None for the
     lexical ranking alone. The first `depth` of each ranking are fused; the order does not depend
     on `limit`. `while_embedding`, if the query's vector is still being embedded once the words'
-    candidates are checked, is given them (current, best first) to do work of its own meanwhile.
+    candidates are checked (and `lexical_filter`ed), is given them (current, best first) to do
+    work of its own meanwhile.
     `index` is the project's word index brought up to date by the caller (`ranking_indexes`).
     """
     wanted = max(limit, depth)
@@ -150,6 +151,8 @@ def hybrid_rank(
             lexical = [h for h in lexical if h.fact_id in current]
             if not stale or len(lexical) >= wanted:
                 break
+    if lexical_filter is not None:
+        lexical = lexical_filter(lexical)
     if while_embedding is not None and vectors is not None and _embedding(query):
         while_embedding(lexical)
     semantic = _semantic(vectors, items, data_classes, states, query, kinds, depth) if vectors else []
@@ -163,8 +166,6 @@ def hybrid_rank(
         current = checked.current(first)
         if len(first) < len(semantic) and sum(i in current for i in first) < depth:
             current = checked.current([i for i, _ in semantic[len(first) :]])
-    if lexical_filter is not None:
-        lexical = lexical_filter(lexical)
     new = tuple.__new__  # Hit's own __new__ is Python: hundreds per call
     # Only the first `depth` are fused: the vector side offers twice as many (STALE_MARGIN).
     near = list(islice((new(Hit, (i, score, current[i])) for i, score in semantic if i in current), depth))

@@ -20,7 +20,7 @@ from functools import partial
 import numpy as np
 from django.conf import settings
 
-from memory.context.duplicates import NearDuplicates, telling_clear
+from memory.context.duplicates import NearDuplicates, tell, telling_clear
 from memory.context.items import COLUMNS, Item, item_of, item_payload
 from memory.context.standing import StandingCache, standing_key
 from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, Sections
@@ -48,6 +48,7 @@ RECENT = CANDIDATES // 3
 RESERVED_THREADS = 4
 RESERVED_METHODS = 3
 MAX_METHODS = 6
+_TEXT = COLUMNS.index("text")
 
 
 @dataclass
@@ -192,11 +193,15 @@ def _ranked(
     index, vectors = ranking_indexes(project.pk, probed)
     had = {f.id for f in recent}
 
-    def read_ahead(lexical: list[Hit]) -> None:
-        strong = _strong(lexical)
+    def read_ahead(strong: list[Hit]) -> None:
         facts = [h.fact_id for h in strong if h.kind != Kind.METHOD][:CANDIDATES]
         methods = [h.fact_id for h in strong if h.kind == Kind.METHOD][:MAX_METHODS]
-        agent_rows(scope, project, [i for i in [*facts, *methods] if i not in had], COLUMNS, version=version)
+        rows = agent_rows(
+            scope, project, [i for i in [*facts, *methods] if i not in had], COLUMNS, version=version
+        )
+        # What their texts tell, for telling near-duplicates apart once the meaning's picks are in.
+        tell((row[0], row[_TEXT]) for row in rows)
+        tell((f.id, f.text) for f in recent)
 
     try:
         hits = hybrid_rank(

@@ -10,6 +10,7 @@ better ranked) is kept.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -53,6 +54,13 @@ def _telling(fact_id: int, text: str) -> tuple[bytes, bytes]:
             _told.clear()
         _told[fact_id] = told
     return told[:DIGEST_SIZE], told[DIGEST_SIZE:]
+
+
+def tell(items: Iterable[tuple[int, str]]) -> None:
+    """Work out what these items' texts tell (id, text), ahead of `NearDuplicates.repeats`:
+    what a caller does while it waits anyway."""
+    for fact_id, text in items:
+        _telling(fact_id, text)
 
 
 def telling_clear() -> None:

@@ -112,6 +112,40 @@ def test_the_read_ahead_is_given_the_current_candidates_best_first(
     assert all(h.kind in ("fact", "decision", "method") for h in hits)
 
 
+def test_what_the_rows_read_ahead_tell_is_worked_out_before_the_vector_side_is_asked(
+    project_memory: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    told_before: set[int] = set()
+    vector = retrieval._query_vector
+    telling = compiling.tell
+
+    def query_vector(*args: Any) -> Any:
+        asked.append("vector")
+        return vector(*args)
+
+    def tell(items: Any) -> None:
+        items = list(items)
+        if not asked:
+            told_before.update(fact_id for fact_id, _ in items)
+        telling(items)
+
+    monkeypatch.setattr(retrieval, "_query_vector", query_vector)
+    monkeypatch.setattr(compiling, "tell", tell)
+    _, calls = _bundle(project_memory, monkeypatch, embedding=True)
+    read_first = calls[0]
+    assert read_first
+    assert asked
+    # Near-duplicates are told apart by what each text tells: worked out while the vector is
+    # on its way for every row read ahead, not after it.
+    assert set(read_first) <= told_before
+    asked.clear()
+    told_before.clear()
+    _bundle(project_memory, monkeypatch, embedding=False)  # nothing to wait for: nothing ahead
+    assert asked
+    assert not told_before
+
+
 def _bundle_named(scope: Any, project_id: str, query: str) -> Any:
     return context_named(scope=scope, project_id=project_id, task=query)["facts"]
 
