@@ -9,7 +9,7 @@ from django.core.cache import cache
 
 from memory import retrieval, selectors
 from memory.context import compile as compiling
-from memory.context import context_for_agent, context_named, standing_parts_clear
+from memory.context import context_for_agent, context_named, duplicates, standing_parts_clear
 from memory.context import serve as serving
 from memory.context.items import COLUMNS
 from memory.embeddings import embedder
@@ -118,7 +118,7 @@ def test_what_the_rows_read_ahead_tell_is_worked_out_before_the_vector_side_is_a
     asked: list[str] = []
     told_before: set[int] = set()
     vector = retrieval._query_vector
-    telling = compiling.tell
+    telling = duplicates.tell
 
     def query_vector(*args: Any) -> Any:
         asked.append("vector")
