@@ -39,7 +39,7 @@ import numpy as np
 
 from memory.embeddings import local_model, minilm
 from memory.embeddings.shared import ERROR, VECTORS, read_frame, write_frame
-from memory.heap import limit_malloc_arenas
+from memory.heap import limit_malloc_arenas, trim_periodically
 from workspaces.logs import console_handler
 
 logger = logging.getLogger("memory.embeddings.service")
@@ -137,6 +137,9 @@ def main(argv: list[str] | None = None) -> None:
     model = minilm.MiniLM(args.model_zip, folder=args.folder, threads=args.threads)
     model.embed([minilm.MEASURED_TASK])  # loaded and warm before anyone can connect
     server = bound(args.socket, model)
+    # Concurrent texts each take their activations in a thread of their own, and glibc keeps what
+    # they freed: 20 MB more after a burst of 8 clients, for the process's life, without a trim.
+    trim_periodically()
     logger.info("shared embedder %s serving at %s (pid %d)", model.name, args.socket, os.getpid())
     try:
         server.serve_forever()

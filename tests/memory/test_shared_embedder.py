@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -229,6 +230,37 @@ def _alive(pid: int) -> bool:
         return False
     state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
     return state != "Z"
+
+
+def _resident_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS:"))
+
+
+def test_the_service_hands_back_what_a_burst_of_concurrent_texts_took(shared_here: shared.Supervisor) -> None:
+    pid = _service_pid(shared_here)
+    # Each connection is served on a thread of its own, whose texts' activations glibc keeps
+    # once freed (20 MB after 8 clients here) unless the heap is trimmed.
+    model = shared.SharedEmbedder(
+        shared_here.socket_path, name=local_model.NAME, dimensions=local_model.DIMENSIONS
+    )
+
+    def client(n: int) -> None:
+        for i in range(150):
+            model.embed([f"client {n} asks about task {i}: " + "word " * (i % 60)])
+
+    clients = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+    for thread in clients:
+        thread.start()
+    for thread in clients:
+        thread.join()
+    after_burst = _resident_mb(pid)
+    wait_until(
+        lambda: _resident_mb(pid) <= after_burst - 5,
+        timeout=DEADLINE,
+        what=f"the service's resident memory below {after_burst - 5:.0f} MB after the burst",
+        interval=0.5,
+    )
 
 
 def test_the_service_refuses_what_is_not_a_list_of_texts(shared_here: shared.Supervisor) -> None:
