@@ -49,18 +49,18 @@ from mcp_types import (
 )
 from mcp_types import methods as protocol_methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcpbridge import results
 from mcpbridge.auth import authenticated_here
-from mcpbridge.server import TOOLS, answer_in_thread, embed_ahead
+from mcpbridge.server import TOOLS, answer_in_thread, embed_ahead, validated_ahead
 from mcpbridge.threads import in_request_thread
 from memory.metrics import CALL_SECONDS
 from workspaces.after_answer import Work, collected, run_collected
 from workspaces.bearers import kept_scope
-from workspaces.exceptions import RateLimited
+from workspaces.exceptions import RateLimited, UnforgetterError
 from workspaces.limits import credential_slot_async
 from workspaces.scope import AgentScope
 
@@ -266,8 +266,9 @@ async def _direct_result(
         async with credential_slot_async(hint):
             # The query starts embedding before the thread hop and the credential's statement,
             # the longest wait of a ranked call; it is answered only once the credential is good.
-            embed_ahead(kept, name, arguments)
-            return await in_request_thread(_verified_call, token, hint, name, arguments)
+            validated = validated_ahead(name, arguments)
+            embed_ahead(kept, validated)
+            return await in_request_thread(_verified_call, token, hint, name, arguments, validated)
     except RateLimited as refusal:
         # Refused by the slot, before the credential was checked (the SDK checks it first): the
         # refusal is the answer only for a credential still good, else the SDK's 401 is. Not
@@ -278,9 +279,13 @@ async def _direct_result(
 
 
 def _verified_call(
-    token: str, hint: int, name: str, arguments: Mapping[str, Any]
+    token: str,
+    hint: int,
+    name: str,
+    arguments: Mapping[str, Any],
+    validated: BaseModel | UnforgetterError | None = None,
 ) -> tuple[dict[str, Any], list[Work]] | None:
     if not authenticated_here(token, hint):
         return None
     with collected() as owed:
-        return answer_in_thread(name, arguments), owed
+        return answer_in_thread(name, arguments, validated), owed

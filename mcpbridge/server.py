@@ -101,11 +101,14 @@ async def run_tool(name: str, arguments: dict[str, Any]) -> CallToolResult:
         return results.ok(payload)
 
 
-def answer_in_thread(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def answer_in_thread(
+    name: str, arguments: Mapping[str, Any], validated: BaseModel | UnforgetterError | None = None
+) -> dict[str, Any]:
     """A tool call's wire result, run in the request thread that verified the credential
-    (mcpbridge.direct): the same checks, in the same order, as `run_tool`."""
+    (mcpbridge.direct): the same checks, in the same order, as `run_tool`. `validated` is what
+    `validated_ahead` made of the arguments, if it did."""
     model, handler = TOOLS[name]
-    args = _validated(model, arguments)
+    args = _validated(model, arguments) if validated is None else validated
     if isinstance(args, UnforgetterError):
         return results.error_wire(args)
     try:
@@ -115,22 +118,27 @@ def answer_in_thread(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
     return results.ok_wire(payload)
 
 
-def embed_ahead(kept: AgentScope, name: str, arguments: Mapping[str, Any]) -> None:
+def validated_ahead(name: str, arguments: Mapping[str, Any]) -> BaseModel | UnforgetterError | None:
+    """A get_context or search_memory call's arguments, validated on the event loop so that its
+    query can start embedding there (`embed_ahead`); `answer_in_thread` then uses them as they
+    are. None for the other tools, whose arguments the request thread validates."""
+    if name not in ("get_context", "search_memory"):
+        return None
+    return _validated(TOOLS[name][0], arguments)
+
+
+def embed_ahead(kept: AgentScope, args: BaseModel | UnforgetterError | None) -> None:
     """Start embedding the text a get_context or search_memory call ranks by, before its
     credential is verified (memory.retrieval.embed_ahead): `kept` is the scope the credential
-    was last resolved to here. The text is the validated argument's, as the tool will embed it.
-    A head start only: whatever fails here, the call goes on as it would have.
+    was last resolved to here, `args` the call's arguments as `validated_ahead` left them (the
+    text as the tool will embed it). A head start only: whatever fails here, the call goes on as
+    it would have.
     """
-    if name not in ("get_context", "search_memory"):
-        return
     try:
-        args = TOOLS[name][0].model_validate(arguments)
         if isinstance(args, GetContextArgs):
             retrieval.embed_ahead(kept, args.project_id, args.task)
         elif isinstance(args, SearchMemoryArgs) and search_ranks(args.query):
             retrieval.embed_ahead(kept, args.project_id, args.query)
-    except ValidationError:
-        return  # the call answers it
     except Exception:
         logger.exception("starting a query's embedding early failed; the call embeds it itself")
 
