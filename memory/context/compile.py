@@ -38,10 +38,15 @@ FACT_KINDS = (Kind.FACT, Kind.DECISION, Kind.CONVENTION)
 KIND_WEIGHT: dict[str, float] = {Kind.DECISION: 1.0, Kind.CONVENTION: 0.9, Kind.FACT: 0.75}
 RECENCY_HALF_LIFE_DAYS = 45.0
 CANDIDATES = 60
-# Ranked items considered per bundle (facts and methods together): 60 facts and 6 methods are
-# kept of them. 200 held the answer for no more tasks than 120 (bench/quality.py: 97.0% at 100k
-# items, 99.0% at 10k) and cost 13% more of a new task's CPU, most of it checking candidates.
-RANK_CANDIDATES = 120
+# Ranked items considered per bundle (facts and methods together), and how deep each side's ranking
+# is fused: 60 facts and 6 methods are kept of them. bench/quality.py, hybrid, share of bundles
+# holding the answer at 100k / 10k items, and of relevant REALTALK messages in bundles:
+#   120: 0.985 / 0.985 / 0.581      80: 0.985 / 0.980 / 0.581      60: 0.990 / 0.970 / 0.587
+# (200 held no more than 120 did.) What 80 loses at 10k is one task whose answer was 10th by its
+# words and 120th by its meaning, at the edge of any depth. From 120 to 80, a new task's
+# get_context p50 over HTTP fell 0.44-0.56 ms on SQLite and 0.16-0.40 on PostgreSQL (alternated
+# A/B runs, English tasks, 100k items): each side ranks, checks and fuses a third fewer.
+RANK_CANDIDATES = 80
 WEAK_MATCH_SHARE = 0.25
 MAX_THREADS = 12
 RECENT = CANDIDATES // 3
