@@ -38,10 +38,11 @@ FACT_KINDS = (Kind.FACT, Kind.DECISION, Kind.CONVENTION)
 KIND_WEIGHT: dict[str, float] = {Kind.DECISION: 1.0, Kind.CONVENTION: 0.9, Kind.FACT: 0.75}
 RECENCY_HALF_LIFE_DAYS = 45.0
 # Facts the task's ranking offers a bundle: the default bundle serves up to 40 items and points to
-# 10 more, and the newest facts (RECENT) are offered beside them. 60 held the answer for no more
-# tasks (bench/quality.py: 0.985 at 100k items, 0.980 at 10k, 0.581 of REALTALK's relevant
-# messages, at 50 and 60 alike) and read more rows: get_context p50 over HTTP fell 0.22 ms on
-# SQLite and 0.57 ms on PostgreSQL from 60 to 50 (alternated A/B, English tasks, 100k items).
+# 10 more (larger bounds are offered more: `_candidates`), and the newest facts (RECENT) are
+# offered beside them. 60 held the answer for no more tasks (bench/quality.py: 0.985 at 100k
+# items, 0.980 at 10k, 0.581 of REALTALK's relevant messages, at 50 and 60 alike) and read more
+# rows: get_context p50 over HTTP fell 0.22 ms on SQLite and 0.57 ms on PostgreSQL from 60 to 50
+# (alternated A/B, English tasks, 100k items).
 CANDIDATES = 50
 # Ranked items considered per bundle (facts and methods together), and how deep each side's ranking
 # is fused: CANDIDATES facts and 6 methods are kept of them. bench/quality.py, hybrid, share of bundles
@@ -59,6 +60,15 @@ RESERVED_THREADS = 4
 RESERVED_METHODS = 3
 MAX_METHODS = 6
 _TEXT = COLUMNS.index("text")
+
+
+def _candidates() -> tuple[int, int]:
+    """How many ranked facts a bundle is offered and how deep the ranking goes, for the configured
+    bounds: CANDIDATES and RANK_CANDIDATES, or more where a bundle may serve and point to more
+    (CONTEXT_MAX_ITEMS, CONTEXT_MAX_POINTERS), so that a larger bundle is not filled by recency."""
+    limits = settings.UNFORGETTER
+    facts = max(CANDIDATES, limits["CONTEXT_MAX_ITEMS"] + limits["CONTEXT_MAX_POINTERS"])
+    return facts, facts + RANK_CANDIDATES - CANDIDATES
 
 
 @dataclass
@@ -202,9 +212,10 @@ def _ranked(
     """
     index, vectors = ranking_indexes(project.pk, probed)
     had = {f.id for f in recent}
+    candidates, depth = _candidates()
 
     def read_ahead(strong: list[Hit]) -> None:
-        facts = [h.fact_id for h in strong if h.kind != Kind.METHOD][:CANDIDATES]
+        facts = [h.fact_id for h in strong if h.kind != Kind.METHOD][:candidates]
         methods = [h.fact_id for h in strong if h.kind == Kind.METHOD][:MAX_METHODS]
         rows = agent_rows(
             scope, project, [i for i in [*facts, *methods] if i not in had], COLUMNS, version=version
@@ -221,9 +232,9 @@ def _ranked(
             states=[State.ACTIVE],
             kinds=(*FACT_KINDS, Kind.METHOD),
             query=task,
-            limit=RANK_CANDIDATES,
+            limit=depth,
             vectors=vectors,
-            depth=RANK_CANDIDATES,
+            depth=depth,
             lexical_filter=_strong,
             # Not checked: the chosen rows are read through the scope below, and only they count.
             rows_of=None,
@@ -237,7 +248,7 @@ def _ranked(
         # search_memory refuses such a query with a clear error; a bundle is owed on every turn.
         logger.warning("get_context: ranking for project %s stopped at the time budget", project.pk)
         hits = []
-    fact_hits = [hit for hit in hits if hit.kind != Kind.METHOD][:CANDIDATES]
+    fact_hits = [hit for hit in hits if hit.kind != Kind.METHOD][:candidates]
     method_hits = [hit for hit in hits if hit.kind == Kind.METHOD][:MAX_METHODS]
     rows = {f.id: f for f in recent}
     recent_ids = list(rows)

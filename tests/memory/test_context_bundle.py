@@ -213,6 +213,22 @@ def test_open_threads_and_methods_keep_room_when_facts_could_fill_the_bundle(
     assert len(bundle["facts"]) == 3
 
 
+def test_a_bundle_allowed_more_items_is_offered_more_of_the_task_s_matches(
+    tenant: Tenant, sdk, mode: str
+) -> None:
+    # More matches than the default bundle is offered (50 ranked facts and the 20 newest), and room
+    # for all of them: every item served is a match, and the bundle is full.
+    refs = set(_billing_facts(tenant, 110))
+    token, _ = tenant.issue()
+    with limits(CONTEXT_MAX_ITEMS=90, CONTEXT_MAX_CHARS=100_000, CONTEXT_MAX_POINTERS=10):
+        bundle = sdk(token, mode).ok("get_context", {"project_id": "platform", "task": "billing invoices"})
+    served = [item["ref"] for item in all_items(bundle)]
+    assert len(served) == 90
+    assert set(served) <= refs
+    assert len(bundle["pointers"]) == 10
+    assert {p["ref"] for p in bundle["pointers"]} <= refs - set(served)
+
+
 def test_a_task_past_the_ranking_budget_still_gets_its_standing_bundle(
     tenant: Tenant, sdk, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
