@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
+from typing import TypeVar
 
 import numpy as np
 from django.conf import settings
@@ -33,6 +34,8 @@ from workspaces.models import Project
 from workspaces.scope import AgentScope
 
 logger = logging.getLogger(__name__)
+# A ranked hit of either kind: the word index's (Hit) or the fused ranking's (Ranked).
+HitT = TypeVar("HitT", Hit, Ranked)
 
 FACT_KINDS = (Kind.FACT, Kind.DECISION, Kind.CONVENTION)
 KIND_WEIGHT: dict[str, float] = {Kind.DECISION: 1.0, Kind.CONVENTION: 0.9, Kind.FACT: 0.75}
@@ -182,6 +185,13 @@ def _strong(hits: list[Hit]) -> list[Hit]:
     return [hit for hit in hits if hit.score >= WEAK_MATCH_SHARE * best[hit.kind == Kind.METHOD]]
 
 
+def _taken(hits: list[HitT], candidates: int) -> tuple[list[HitT], list[HitT]]:
+    """The facts (the first `candidates`) and methods (the first MAX_METHODS) a bundle takes of
+    ranked hits, best first: what the read-ahead reads and what the ranking then offers."""
+    facts = [hit for hit in hits if hit.kind != Kind.METHOD][:candidates]
+    return facts, [hit for hit in hits if hit.kind == Kind.METHOD][:MAX_METHODS]
+
+
 def _why(hit: Ranked) -> str:
     if hit.lexical and hit.semantic:
         return "matches the task's words and meaning"
@@ -215,11 +225,9 @@ def _ranked(
     candidates, depth = _candidates()
 
     def read_ahead(strong: list[Hit]) -> None:
-        facts = [h.fact_id for h in strong if h.kind != Kind.METHOD][:candidates]
-        methods = [h.fact_id for h in strong if h.kind == Kind.METHOD][:MAX_METHODS]
-        rows = agent_rows(
-            scope, project, [i for i in [*facts, *methods] if i not in had], COLUMNS, version=version
-        )
+        facts, methods = _taken(strong, candidates)
+        wanted = [h.fact_id for h in [*facts, *methods] if h.fact_id not in had]
+        rows = agent_rows(scope, project, wanted, COLUMNS, version=version)
         # What their texts tell, for telling near-duplicates apart once the meaning's picks are in.
         tell((row[0], row[_TEXT]) for row in rows)
         tell((f.id, f.text) for f in recent)
@@ -248,8 +256,7 @@ def _ranked(
         # search_memory refuses such a query with a clear error; a bundle is owed on every turn.
         logger.warning("get_context: ranking for project %s stopped at the time budget", project.pk)
         hits = []
-    fact_hits = [hit for hit in hits if hit.kind != Kind.METHOD][:candidates]
-    method_hits = [hit for hit in hits if hit.kind == Kind.METHOD][:MAX_METHODS]
+    fact_hits, method_hits = _taken(hits, candidates)
     rows = {f.id: f for f in recent}
     recent_ids = list(rows)
     missing = [hit.fact_id for hit in [*fact_hits, *method_hits] if hit.fact_id not in rows]
