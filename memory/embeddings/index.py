@@ -161,13 +161,27 @@ class _Filter:
 
 def _nearest_rows(distance: np.ndarray, count: int, values: int) -> np.ndarray:
     """The `count` rows of smallest distance (integers below `values`), ties at the farthest
-    distance taken in row order. Distances are a few hundred small integers: counted in one
-    pass rather than partitioned (0.3 ms against 0.9 for 100,000 rows)."""
-    within = np.cumsum(np.bincount(distance, minlength=values))
+    distance taken in row order. Distances are a few hundred small integers: counted rather
+    than partitioned (0.3 ms against 0.9 for 100,000 rows), and only among the rows within the
+    distance that every SAMPLE_STEP-th row's shows to hold about twice `count` (a few thousand):
+    0.09 ms at 100,000 rows, against 0.20 counting every row. Should fewer than `count` rows be
+    that near, every row is counted; the rows chosen are the same either way."""
+    sample = distance[::SAMPLE_STEP]
+    kth = min(len(sample) - 1, -(-2 * count * len(sample) // len(distance)))
+    within_guess = int(np.partition(sample, kth)[kth])
+    near = np.flatnonzero(distance <= within_guess)
+    if len(near) < count:
+        near = np.arange(len(distance))
+    near_distance = distance[near]
+    within = np.cumsum(np.bincount(near_distance, minlength=values))
     farthest = int(np.searchsorted(within, count))  # the count-th nearest row's distance
-    below = np.flatnonzero(distance < farthest)
-    at = np.flatnonzero(distance == farthest)[: count - len(below)]
+    below = near[near_distance < farthest]
+    at = near[near_distance == farthest][: count - len(below)]
     return np.concatenate([below, at])
+
+
+# Every this many rows' distance is looked at to find how near the nearest rows are.
+SAMPLE_STEP = 16
 
 
 # Rows converted to float32 at a time for scoring: 1.5 MB, within a core's cache.

@@ -49,10 +49,16 @@ def test_vectors_are_read_back_by_fact_id_and_unknown_ids_are_left_out() -> None
     assert _empty(0).vectors_of([1, 2]) == {}
 
 
-def test_the_shortlist_is_the_rows_of_smallest_distance_ties_in_row_order() -> None:
+@pytest.mark.parametrize("sampled", ["like the rest", "nearer than the rest"])
+def test_the_shortlist_is_the_rows_of_smallest_distance_ties_in_row_order(sampled: str) -> None:
     rng = np.random.default_rng(3)
     distance = rng.integers(0, 40, size=5_000).astype(np.uint16)
-    for count in (1, 37, 256, 4_999):
+    if sampled == "nearer than the rest":
+        # The rows the nearest distance is guessed from are too few: every row is counted then.
+        distance[:: vector_index.SAMPLE_STEP] = 0
+        distance[distance == 0] = 1
+        distance[:: vector_index.SAMPLE_STEP] = 0
+    for count in (1, 37, 256, 400, 4_999):
         picked = _nearest_rows(distance, count, 41)
         assert len(picked) == len(set(picked.tolist())) == count
         # The same distances as a partition picks: every nearer row, then ties at the last one.
