@@ -73,6 +73,41 @@ def test_a_paraphrase_finds_the_fact_through_its_meaning(tenant: Tenant, sdk, mo
     assert both[0]["why"] == "matches words of the query and is close in meaning"
 
 
+def test_the_item_a_question_clearly_names_comes_before_a_closer_meaning(
+    tenant: Tenant, sdk, mode: str
+) -> None:
+    _distractors(tenant)
+    named = add_item(tenant.projects["platform"], "Audit logs kept: 400 days in cold storage.")
+    # Fewer of the question's words, and closer to its meaning: fused by rank alone, the two tie
+    # (first by words and second by meaning, or the other way round) and the newer one came first.
+    closer = add_item(tenant.projects["platform"], "Logs of every audit are retained for a bit over a year.")
+    embeddings_refresh()
+    client = sdk(tenant.issue()[0], mode)
+    results = _search(client, "How long are audit logs kept?")
+    assert [r["ref"] for r in results[:2]] == [named.ref, closer.ref]
+    assert results[0]["why"] == "matches words of the query and is close in meaning"
+
+
+def test_fusion_keeps_a_clear_word_winner_first_and_only_a_clear_one() -> None:
+    def hit(fact_id: int, score: float) -> retrieval.Hit:
+        return retrieval.Hit(fact_id, score, "fact")
+
+    meaning = [hit(2, 0.9), hit(1, 0.8)]
+    # Tied by rank, the newer (higher id) would come first.
+    assert [r.fact_id for r in retrieval.fuse([hit(1, 3.0), hit(2, 2.9)], meaning, lead=True)] == [2, 1]
+    clear = retrieval.fuse([hit(1, 3.0), hit(2, 2.0)], meaning, lead=True)
+    assert [r.fact_id for r in clear] == [1, 2]
+    assert clear[0].score == clear[1].score  # scored as the fused first is
+    # A query too long to name one item (a passage) is fused by rank alone.
+    assert [r.fact_id for r in retrieval.fuse([hit(1, 3.0), hit(2, 2.0)], meaning)] == [2, 1]
+    # Further down both rankings, a clear lead still comes first.
+    others = [hit(i, 0.7) for i in range(10, 20)]
+    far = retrieval.fuse([hit(5, 4.0), hit(6, 1.0)], [*others, hit(6, 0.5), hit(5, 0.4)], lead=True)
+    assert far[0].fact_id == 5
+    # A lone word match has no lead over anything: tied by rank, the newer comes first.
+    assert [r.fact_id for r in retrieval.fuse([hit(1, 3.0)], [hit(2, 0.9)], lead=True)] == [2, 1]
+
+
 def test_items_without_a_vector_are_still_found_by_their_words(tenant: Tenant, sdk, mode: str) -> None:
     _distractors(tenant)
     embeddings_refresh()
