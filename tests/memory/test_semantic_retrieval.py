@@ -18,7 +18,7 @@ from django.test import override_settings
 
 from memory import embeddings, retrieval
 from memory.embeddings import query_vectors
-from memory.lexical_index import lexical_indexes
+from memory.lexical_index import Hit, lexical_indexes
 from memory.models import Embedding, Fact, State
 from memory.services import publication_record
 from memory.services.embeddings import embeddings_missing, embeddings_prune, embeddings_refresh
@@ -89,8 +89,8 @@ def test_the_item_a_question_clearly_names_comes_before_a_closer_meaning(
 
 
 def test_fusion_keeps_a_clear_word_winner_first_and_only_a_clear_one() -> None:
-    def hit(fact_id: int, score: float) -> retrieval.Hit:
-        return retrieval.Hit(fact_id, score, "fact")
+    def hit(fact_id: int, score: float) -> Hit:
+        return Hit(fact_id, score, "fact")
 
     meaning = [hit(2, 0.9), hit(1, 0.8)]
     # Tied by rank, the newer (higher id) would come first.
