@@ -100,6 +100,27 @@ def split_words(text: str) -> list[str]:
     return _WORD_RE.findall(text)
 
 
+# Identifiers joined by hyphens or underscores ("session-gateway-eu", "retry_limit") are indexed
+# whole too, beside their parts: a question naming one then finds the items naming it before
+# those that only share its parts (a service's name and its region are each in hundreds of items).
+# A match starts only where a run of letters and digits does, and takes each run whole (possessive):
+# 1.8 us a text, where the plain expression, tried again inside every word, took 7.
+_COMPOUND_RE = re.compile(r"(?<![^\W_])[^\W_]++(?:[-_][^\W_]++)+", re.UNICODE)
+_ASCII_COMPOUND_RE = re.compile(r"(?<![a-z0-9])[a-z0-9]++(?:[-_][a-z0-9]++)+", re.ASCII)
+
+
+def compounds(text: str) -> list[str]:
+    """The hyphen- or underscore-joined identifiers of a text, casefolded, diacritics dropped, as
+    they are written; none for a text without a hyphen or underscore."""
+    if "-" not in text and "_" not in text:
+        return []
+    text = text.casefold()
+    if text.isascii():
+        return _ASCII_COMPOUND_RE.findall(text)
+    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return _COMPOUND_RE.findall(text)
+
+
 def _stemmed(found: list[str]) -> list[str]:
     """English stems (Snowball), those of words of letters remembered per process (`_stems`)."""
     missing = [w for w in dict.fromkeys(found) if w not in _stems]
@@ -112,6 +133,11 @@ def _stemmed(found: list[str]) -> list[str]:
 def words(text: str) -> list[str]:
     """The indexed words of a text, in order: what the index holds and queries are looked up by."""
     return _stemmed(split_words(text))
+
+
+def compound_words(text: str) -> list[str]:
+    """The text's joined identifiers as the index holds them (`compounds`, stemmed as words)."""
+    return _stemmed(compounds(text))
 
 
 class Hit(NamedTuple):
@@ -407,11 +433,14 @@ def _built(rows: Iterable[_Row]) -> LexicalIndex:
     the grouping is numpy's (a sort of the pairs), so 100,000 items of 40 words take about a second.
     """
     spellings: dict[str, int] = {}
-    tokens, lengths = array("i"), array("i")
+    # Per row: its words (BM25's length) and its tokens, those words and its joined identifiers.
+    tokens, lengths, counts = array("i"), array("i"), array("i")
     ids, kinds, classes, states = array("q"), array("B"), array("B"), array("B")
     for row in rows:
         found = split_words(row[4])
         lengths.append(len(found))
+        found += compounds(row[4])
+        counts.append(len(found))
         tokens.extend([spellings.setdefault(w, len(spellings)) for w in found])
         ids.append(row[0])
         kinds.append(code(KINDS, row[1]))
@@ -423,15 +452,16 @@ def _built(rows: Iterable[_Row]) -> LexicalIndex:
     )
     count = len(ids)
     row_lengths = np.frombuffer(lengths, dtype=np.int32) if count else np.zeros(0, np.int32)
+    row_tokens = np.frombuffer(counts, dtype=np.int32) if count else np.zeros(0, np.int32)
     spelled = np.frombuffer(tokens, dtype=np.int32) if len(tokens) else np.zeros(0, np.int32)
-    starts = np.concatenate([[0], np.cumsum(row_lengths, dtype=np.int64)])
+    starts = np.concatenate([[0], np.cumsum(row_tokens, dtype=np.int64)])
     # Pairs are grouped a block of rows at a time and the blocks placed word by word at the end
     # (memory.postings): the grouping's scratch space is one block's, and each block's tokens are
     # mapped to their stems there, not every token of the project at once.
     blocks: list[Block] = []
     for first in range(0, count, BUILD_BLOCK_ROWS):
         last = min(first + BUILD_BLOCK_ROWS, count)
-        blocks.append(_block(stem_of[spelled[starts[first] : starts[last]]], row_lengths[first:last], first))
+        blocks.append(_block(stem_of[spelled[starts[first] : starts[last]]], row_tokens[first:last], first))
     del spelled, tokens  # the blocks hold every posting now
     postings = Postings.of_blocks(vocabulary, blocks)
     id_array = np.array(ids, dtype=np.int64)

@@ -38,6 +38,31 @@ def test_words_are_stemmed_casefolded_and_split_like_a_reader_would() -> None:
     ]
 
 
+def test_joined_identifiers_are_indexed_whole_beside_their_parts() -> None:
+    assert lexical_index.compounds("Ask session-gateway-EU or retry_limit; café-Crème, not e.g. a - b") == [
+        "session-gateway-eu",
+        "retry_limit",
+        "cafe-creme",
+    ]
+    assert lexical_index.compounds("No identifier here.") == []
+    assert lexical_index.compound_words("invoice-workers") == ["invoice-work"]  # stemmed as a word
+
+
+def test_a_question_naming_an_identifier_finds_the_item_naming_it_first(tenant: Tenant, sdk) -> None:
+    platform = tenant.projects["platform"]
+    for text in [
+        "The session gateway in eu retries calls twice.",
+        "session-gateway-us retries calls 3 times.",
+        "eu calls to the gateway session retry once.",
+    ]:
+        add_item(platform, text)
+    named = add_item(platform, "session-gateway-eu times out after 5 seconds; no retries.")
+    token, _ = tenant.issue()
+    # The first holds every word of the question, the named item all but one: by their parts
+    # alone the first came first.
+    assert _refs(sdk(token), "How does session-gateway-eu retry calls?")[0] == named.ref
+
+
 def test_stems_of_words_of_letters_are_remembered_and_of_one_off_tokens_are_not() -> None:
     lexical_index._stems.clear()
     assert words("deploying sha3f9a2c v2.14 PAY-4312 deployments") == [
