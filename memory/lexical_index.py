@@ -96,8 +96,12 @@ def split_words(text: str) -> list[str]:
     text = text.casefold()
     if text.isascii():
         return text.translate(_ASCII_SEPARATORS).split()
-    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    return _WORD_RE.findall(text)
+    return _WORD_RE.findall(_unaccented(text))
+
+
+def _unaccented(text: str) -> str:
+    """The text without its diacritics ("café" -> "cafe")."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
 # Identifiers joined by hyphens or underscores ("session-gateway-eu", "retry_limit") are indexed
@@ -117,8 +121,7 @@ def compounds(text: str) -> list[str]:
     text = text.casefold()
     if text.isascii():
         return _ASCII_COMPOUND_RE.findall(text)
-    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    return _COMPOUND_RE.findall(text)
+    return _COMPOUND_RE.findall(_unaccented(text))
 
 
 def _stemmed(found: list[str]) -> list[str]:

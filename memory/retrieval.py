@@ -479,8 +479,8 @@ def fuse(
     order = sorted(zip(scores.values(), scores.keys(), strict=True), reverse=True)
     if lead and len(lexical) >= 2 and semantic and lexical[0].score >= CLEAR_LEAD * lexical[1].score > 0:
         # The clear word winner first, scored as the fused first is (a bundle ranks by scores).
-        lead = lexical_ids[0]
-        order = [(order[0][0], lead), *(pair for pair in order if pair[1] != lead)]
+        first = lexical_ids[0]
+        order = [(order[0][0], first), *(pair for pair in order if pair[1] != first)]
     order = order[:limit]
     new = tuple.__new__
     return [new(Ranked, (i, score, kinds[i], i in in_lexical, i in in_semantic)) for score, i in order]
