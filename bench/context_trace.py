@@ -1,0 +1,235 @@
+"""Where a new task's get_context time goes, in the server: `bench/context_trace.py --database-url URL`.
+
+Run against a database that `bench/quality.py --items N --database-url URL` seeded and embedded
+(the generated engineering corpus, `bench/full_vectors.py` leaves one). It serves that database
+with one uvicorn worker whose app is this module's `application`: the product's ASGI app, with
+each stage of a get_context call (STAGES: the credential, the project's statement, the word
+ranking, the read-ahead, the wait for the query's vector, the vector top-k, the second read, the
+bundle's filling, the response...) wrapped to note when it started and ended, in milliseconds
+from the request's arrival. One kept-alive client then asks `--tasks` English tasks never asked
+before, one at a time (after `--warm` others), and the table gives, per stage, the median start,
+end and duration over those calls, in the order they start, beside the client's p50 and p95.
+
+The stages are read on one request at a time (the client waits for each answer), so a stage's
+times are its own request's; only a call's after-answer work (its audit record, the bundle
+cache) may still run once the client has sent the next call, as it does in bench/run.py.
+Wrapping adds a few microseconds a stage, so the client's figures read a little above
+`bench/full_vectors.py`'s. What ran before a stage started is the gap before
+its start: the query's embedding overlaps the request thread's statements and word ranking until
+the vector wait, and everything after the wait is on the critical path. Use it to see what a
+change moves, beside an alternated A/B of two trees for the figure itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import signal
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import quality
+import run
+from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, ASGISendEvent, Scope
+from corpus import generate
+from quality import PROJECT, WORKSPACE
+
+if TYPE_CHECKING:
+    from unforgetter.asgi import Router
+
+# (module, attribute or Class.method, label): what is timed, each where its callers look it up.
+STAGES: tuple[tuple[str, str, str], ...] = (
+    ("mcpbridge.direct", "embed_ahead", "query embedding started"),
+    ("mcpbridge.direct", "_verified_call", "request thread"),
+    ("mcpbridge.direct", "authenticated_here", "credential"),
+    ("memory.embeddings.shared", "SharedEmbedder.embed", "shared embedder call"),
+    ("memory.context.serve", "project_for_context_beside", "project statement"),
+    ("memory.context.serve", "compile_bundle", "compile_bundle"),
+    ("memory.context.compile", "_ranked", "task-specific part"),
+    ("memory.context.compile", "hybrid_rank", "hybrid_rank"),
+    ("memory.lexical_index", "LexicalIndex.rank", "word ranking"),
+    ("memory.context.compile", "agent_rows", "rows read"),
+    ("memory.context.compile", "tell", "texts told"),
+    ("memory.embeddings", "_QueryVectors.get", "vector wait"),
+    ("memory.embeddings.index", "VectorIndex.nearest", "vector top-k"),
+    ("memory.lexical_index", "LexicalIndex.admitted", "meaning's picks admitted"),
+    ("memory.retrieval", "fuse", "fusion"),
+    ("memory.embeddings.index", "VectorIndex.vectors_of", "vectors of the rows"),
+    ("memory.context.compile", "_fill", "sections filled"),
+    ("mcpbridge.results", "modern_response", "response encoded"),
+)
+
+_events: list[list[tuple[str, float, float]]] = []
+_current: list[tuple[str, float, float]] | None = None
+_arrived = 0.0
+
+
+def _note(label: str, started: float, ended: float) -> None:
+    if _current is not None:
+        _current.append((label, (started - _arrived) * 1000, (ended - _arrived) * 1000))
+
+
+def _timed(label: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _note(label, started, time.perf_counter())
+
+    return timed
+
+
+def stage_targets() -> list[tuple[object, str, str]]:
+    """Each stage's owner (module or class), attribute and label; an error names a stage gone."""
+    targets = []
+    for module_name, attribute, label in STAGES:
+        owner: object = importlib.import_module(module_name)
+        *classes, name = attribute.split(".")
+        for class_name in classes:
+            owner = getattr(owner, class_name)
+        if not callable(getattr(owner, name, None)):
+            raise LookupError(f"{module_name}.{attribute} ({label}) is not there to trace")
+        targets.append((owner, name, label))
+    return targets
+
+
+def _dump(*_: object) -> None:
+    Path(os.environ["TRACE_OUT"]).write_text(json.dumps(_events))
+
+
+_app: Router | None = None
+
+
+async def application(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+    """The product's ASGI app, each HTTP request's stages noted (the server side of this tool)."""
+    global _app, _current, _arrived
+    if _app is None:
+        from unforgetter.asgi import application as product  # Django's settings first
+
+        for owner, name, label in stage_targets():
+            setattr(owner, name, _timed(label, getattr(owner, name)))
+        signal.signal(signal.SIGUSR1, _dump)
+        _app = product
+    if scope["type"] != "http":
+        await _app(scope, receive, send)
+        return
+    _arrived, _current = time.perf_counter(), []
+    arrived, events = _arrived, _current
+
+    def mark(label: str) -> None:  # this request's, even once the next one has arrived
+        events.append((label, (time.perf_counter() - arrived) * 1000, (time.perf_counter() - arrived) * 1000))
+
+    async def sent(message: ASGISendEvent) -> None:
+        if message["type"] == "http.response.body":
+            mark("response sent")
+        await send(message)
+
+    try:
+        await _app(scope, receive, sent)
+    finally:
+        mark("request done (after-answer work included)")
+        _events.append(events)
+
+
+def _table(requests: list[list[tuple[str, float, float]]]) -> list[tuple[str, int, float, float, float]]:
+    """Per stage (a stage run twice in a request: its second run apart), the calls that ran it and
+    the median start, end and duration, ordered by start."""
+    runs: dict[str, list[tuple[float, float]]] = {}
+    for request in requests:
+        seen: dict[str, int] = {}
+        for label, started, ended in request:
+            seen[label] = seen.get(label, 0) + 1
+            key = label if seen[label] == 1 else f"{label} ({seen[label]})"
+            runs.setdefault(key, []).append((started, ended))
+    rows = [
+        (
+            key,
+            len(times),
+            statistics.median(s for s, _ in times),
+            statistics.median(e for _, e in times),
+            statistics.median(e - s for s, e in times),
+        )
+        for key, times in runs.items()
+    ]
+    return sorted(rows, key=lambda row: row[2])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--database-url", required=True, help="a database bench/quality.py seeded and embedded"
+    )
+    parser.add_argument("--items", type=int, default=100_000, help="the corpus size quality.py seeded")
+    parser.add_argument("--tasks", type=int, default=300, help="new tasks measured")
+    parser.add_argument("--warm", type=int, default=40, help="new tasks asked first, not measured")
+    options = parser.parse_args()
+    quality._django(options.database_url)
+    stage_targets()  # a stage renamed fails here, before the server starts
+    corpus = generate(options.items, questions=200)
+    tasks = list(dict.fromkeys(item.task for item in reversed(corpus.items)))[: options.warm + options.tasks]
+    token = run.manage(
+        options.database_url, "issue_token", WORKSPACE, "--actor", "bench@trace", "--zone", "claude"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "events.json"
+        port = run.free_port()
+        env = run.child_env(options.database_url, f"http://127.0.0.1:{port}")
+        env["TRACE_OUT"] = str(out)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH")]))
+        command = [str(Path(run.PYTHON).parent / "uvicorn"), "context_trace:application", "--port", str(port)]
+        command += ["--host", "127.0.0.1", "--lifespan", "on", "--no-access-log", "--log-level", "warning"]
+        server = subprocess.Popen(command, cwd=run.ROOT, env=env)
+        try:
+            _wait_until_up(f"http://127.0.0.1:{port}", server)
+            client = run.McpHttp(f"http://127.0.0.1:{port}", token.strip())
+            latencies = []
+            for i, task in enumerate(tasks):
+                started = time.perf_counter()
+                client.call("get_context", {"project_id": PROJECT, "task": task})
+                if i >= options.warm:
+                    latencies.append((time.perf_counter() - started) * 1000)
+            client.close()
+            server.send_signal(signal.SIGUSR1)
+            deadline = time.monotonic() + 10
+            while not out.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            requests = json.loads(out.read_text())[-len(latencies) :]
+        finally:
+            server.terminate()
+            server.wait()
+    latencies.sort()
+    print(
+        f"get_context over HTTP, {len(latencies)} new English tasks, one worker: client p50 "
+        f"{statistics.median(latencies):.2f} ms, p95 {latencies[int(0.95 * (len(latencies) - 1))]:.2f} ms\n"
+    )
+    print("| stage (ms from the request's arrival, medians) | calls | start | end | duration |")
+    print("|---|---|---|---|---|")
+    for label, calls, started, ended, took in _table(requests):
+        print(f"| {label} | {calls} | {started:.2f} | {ended:.2f} | {took:.2f} |")
+
+
+def _wait_until_up(url: str, server: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit("The traced server did not start.")
+
+
+if __name__ == "__main__":
+    main()
