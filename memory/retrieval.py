@@ -1,13 +1,17 @@
 """Hybrid retrieval: the lexical ranking and the vector index, fused by reciprocal rank.
 
-search_memory and get_context rank the same way. The lexical side (memory.lexical_index: BM25
-over each project's words, in process) finds items holding the query's words; the semantic side
-(memory.embeddings: the project's vectors under the configured model) finds items close in
-meaning, "ship to prod" for "deployed to production". Reciprocal rank fusion adds
-1 / (RRF_K + rank) from each side, so an item near the top of both comes first and neither side's
-scores need calibrating. One exception: for a question-sized query (CLEAR_LEAD_KEYWORDS), an item
-whose words match it clearly better than any other's (CLEAR_LEAD) comes first, as it would by its
-words alone; fusion would otherwise let the meaning's favourite overtake the very item a question
+search_memory and get_context rank with the same two sides. The lexical side
+(memory.lexical_index: BM25 over each project's words, in process) finds items holding the
+query's words; the semantic side (memory.embeddings: the project's vectors under the configured
+model) finds items close in meaning, "ship to prod" for "deployed to production". Reciprocal rank
+fusion adds 1 / (RRF_K + rank) from each side, so an item near the top of both comes first and
+neither side's scores need calibrating: what a bundle is chosen by, and a long query's search.
+search_memory fuses a question-sized query (CLEAR_LEAD_KEYWORDS) by its scores instead
+(`fuse_scores`, a convex combination of each side's score scaled to its best), which puts the
+answer higher: ranks alone place a word match that is far ahead of the rest, or a meaning far
+closer than the rest, no higher than a narrow one. For such a query, too, an item whose words
+match it clearly better than any other's (CLEAR_LEAD) comes first, as it would by its words
+alone; fusion would otherwise let the meaning's favourite overtake the very item a question
 names. An item without a vector yet is still found lexically; with no embedder configured, or no
 vectors in the project, the ranking is the lexical one alone.
 
@@ -67,6 +71,17 @@ RRF_K = 60
 # question recall@1, replayed on both corpus sizes.)
 CLEAR_LEAD = 1.1
 CLEAR_LEAD_KEYWORDS = 8
+# search_memory's question-sized queries are fused by score: this share of an item's score is its
+# word score over the best one's, the rest its cosine's over the best one's (both from
+# MIN_SIMILARITY up). bench/quality.py, search recall@1 / 5 / 10 / 20, rank fusion against this:
+# generated corpus at 100k items, paraphrases 0.640 / 0.900 / 0.950 / 0.985 against 0.650 /
+# 0.940 / 0.965 / 1.000 (keywords and questions up 0.005-0.010 at @1 and @5, equal after);
+# REALTALK 0.215 / 0.382 / 0.447 / 0.515 against 0.224 / 0.401 / 0.465 / 0.510; MADial-Bench,
+# whose dialogues are mostly longer (rank fusion, then), 0.310 against 0.308 at @5, equal
+# elsewhere. 0.5 and 0.7 read within 0.01 of 0.6 at every k. Bundles keep rank fusion: by score,
+# REALTALK's bundles held 0.568 of the relevant messages against 0.580 (rank fusion finds more of
+# them further down, where a bundle takes its 50 candidates), and no more answers elsewhere.
+SCORE_FUSION_WORDS = 0.6
 # Below this cosine a neighbour is not offered at all: every query has nearest items, and a
 # question about something memory does not hold should not be answered with the least unlike.
 MIN_SIMILARITY = 0.35
@@ -115,6 +130,7 @@ def hybrid_rank(
     rows_of: RowsOf | None,
     while_embedding: Callable[[list[Hit]], object] | None = None,
     index: LexicalIndex | None = None,
+    by_scores: bool = False,
 ) -> list[Ranked]:
     """The best `limit` current items for the query, best first; ties go to the newest item.
 
@@ -131,6 +147,8 @@ def hybrid_rank(
     candidates are checked (and `lexical_filter`ed), is given them (current, best first) to do
     work of its own meanwhile.
     `index` is the project's word index brought up to date by the caller (`ranking_indexes`).
+    `by_scores` fuses a question-sized query by its scores (`fuse_scores`: search_memory's
+    ranking), else by ranks (`fuse`).
     """
     wanted = max(limit, depth)
     if not data_classes:
@@ -186,7 +204,9 @@ def hybrid_rank(
     new = tuple.__new__  # Hit's own __new__ is Python: hundreds per call
     # Only the first `depth` are fused: the vector side offers twice as many (STALE_MARGIN).
     near = list(islice((new(Hit, (i, score, current[i])) for i, score in semantic if i in current), depth))
-    fused = fuse(lexical[:depth], near, limit, lead=len(keywords) <= CLEAR_LEAD_KEYWORDS)
+    question = len(keywords) <= CLEAR_LEAD_KEYWORDS
+    fusion = fuse_scores if by_scores and question else fuse
+    fused = fusion(lexical[:depth], near, limit, lead=question)
     if len(fused) >= limit:
         return fused
     seen = {hit.fact_id for hit in fused}
@@ -465,13 +485,39 @@ def fuse(
     The first `limit` of the fused ranking (all of it by default).
     """
     weights = _rrf_weights(max(len(lexical), len(semantic)))
+    # A ranking holds each id once: the lexical side's scores are its weights as they are.
+    scores = dict(zip(map(_FACT_ID, lexical), weights, strict=False))
+    get = scores.get
+    for i, weight in zip(map(_FACT_ID, semantic), weights, strict=False):
+        scores[i] = get(i, 0.0) + weight
+    return _in_order(scores, lexical, semantic, limit, lead)
+
+
+def fuse_scores(
+    lexical: list[Hit], semantic: list[Hit], limit: int | None = None, *, lead: bool = False
+) -> list[Ranked]:
+    """`fuse` by scores: SCORE_FUSION_WORDS of each item's word score over the best one's, plus
+    the rest of its cosine over the best one's, both counted from MIN_SIMILARITY up (no
+    neighbour below it is offered); an item one side did not offer has nothing from it."""
+    scores: dict[int, float] = {}
+    if lexical:
+        scale = SCORE_FUSION_WORDS / (lexical[0].score or 1.0)
+        scores.update((hit.fact_id, hit.score * scale) for hit in lexical)
+    if semantic:
+        scale = (1.0 - SCORE_FUSION_WORDS) / max(semantic[0].score - MIN_SIMILARITY, 1e-9)
+        get = scores.get
+        for hit in semantic:
+            scores[hit.fact_id] = get(hit.fact_id, 0.0) + max(hit.score - MIN_SIMILARITY, 0.0) * scale
+    return _in_order(scores, lexical, semantic, limit, lead)
+
+
+def _in_order(
+    scores: dict[int, float], lexical: list[Hit], semantic: list[Hit], limit: int | None, lead: bool
+) -> list[Ranked]:
+    """The fused items best first (ties to the newest id), the clear word winner first with
+    `lead` (CLEAR_LEAD), the first `limit` of them."""
     lexical_ids = list(map(_FACT_ID, lexical))
     semantic_ids = list(map(_FACT_ID, semantic))
-    # A ranking holds each id once: the lexical side's scores are its weights as they are.
-    scores = dict(zip(lexical_ids, weights, strict=False))
-    get = scores.get
-    for i, weight in zip(semantic_ids, weights, strict=False):
-        scores[i] = get(i, 0.0) + weight
     kinds = dict(zip(lexical_ids, map(_KIND, lexical), strict=True))
     kinds.update(zip(semantic_ids, map(_KIND, semantic), strict=True))
     in_lexical, in_semantic = set(lexical_ids), set(semantic_ids)

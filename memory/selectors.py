@@ -376,6 +376,7 @@ def search_for_agent(
             vectors=vectors,
             rows_of=partial(agent_rows, scope, project),
             index=index,
+            by_scores=True,
         )[offset:]
         more = len(ranked) > page_size and offset + page_size < MAX_SEARCH_OFFSET
         ids = [hit.fact_id for hit in ranked[:page_size]]

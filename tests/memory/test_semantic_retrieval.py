@@ -108,6 +108,76 @@ def test_fusion_keeps_a_clear_word_winner_first_and_only_a_clear_one() -> None:
     assert [r.fact_id for r in retrieval.fuse([hit(1, 3.0)], [hit(2, 0.9)], lead=True)] == [2, 1]
 
 
+def test_fusion_by_scores_weighs_how_far_ahead_each_side_puts_an_item() -> None:
+    def hit(fact_id: int, score: float) -> Hit:
+        return Hit(fact_id, score, "fact")
+
+    # 1 matches every word, 3 a few of them; 2 is far the closest in meaning, 3 barely close.
+    words, meaning = [hit(1, 9.0), hit(3, 2.0)], [hit(2, 0.95), hit(3, 0.40)]
+    # By rank, 3 (second on both sides) comes before either side's first.
+    assert retrieval.fuse(words, meaning)[0].fact_id == 3
+    by_scores = retrieval.fuse_scores(words, meaning)
+    assert [r.fact_id for r in by_scores] == [1, 2, 3]
+    word_share = retrieval.SCORE_FUSION_WORDS
+    assert [r.score for r in by_scores] == pytest.approx(
+        [word_share, 1 - word_share, word_share * 2 / 9 + (1 - word_share) * 0.05 / 0.60]
+    )
+    assert [(r.lexical, r.semantic) for r in by_scores] == [(True, False), (False, True), (True, True)]
+    # A clear word winner stays first, scored as the fused first is; without a meaning, the words.
+    led = retrieval.fuse_scores([hit(3, 2.0), hit(1, 1.0)], [hit(1, 0.95), hit(3, 0.36)], lead=True)
+    assert [r.fact_id for r in led] == [3, 1]
+    assert [r.fact_id for r in retrieval.fuse_scores(words, [])] == [1, 3]
+
+
+class _Designed:
+    """A stand-in model whose vectors are chosen per text (a unit vector along an axis else)."""
+
+    name = "test-designed"
+
+    def __init__(self, vectors: dict[str, list[float]]) -> None:
+        self._vectors = vectors
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        rows = np.zeros((len(texts), 8), dtype=np.float32)
+        for row, text in zip(rows, texts, strict=True):
+            row[:] = self._vectors.get(text, [0, 0, 0, 0, 0, 0, 0, 1])
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_a_question_is_ranked_by_how_strongly_each_side_matches(
+    tenant: Tenant, sdk, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    question = "Which region hosts the ledger database?"
+    every_word = "The ledger database is hosted in the eu-west region."
+    closest = "Account balances are stored in Frankfurt."  # no word of the question
+    weak = "The region list is in the wiki."  # one word, and only a little alike
+    model = _Designed(
+        {
+            question: [1, 0, 0, 0, 0, 0, 0, 0],
+            every_word: [0, 1, 0, 0, 0, 0, 0, 0],  # not alike at all: found by its words alone
+            closest: [0.9, 0.436, 0, 0, 0, 0, 0, 0],  # cosine 0.9
+            weak: [0.5, 0, 0.866, 0, 0, 0, 0, 0],  # cosine 0.5
+        }
+    )
+    monkeypatch.setattr(embeddings, "_build", lambda *_: model)
+    monkeypatch.setattr(embeddings, "_configured", {})
+    query_vectors.clear()
+    _distractors(tenant)
+    platform = tenant.projects["platform"]
+    refs = {text: add_item(platform, text).ref for text in (every_word, closest, weak)}
+    with override_settings(UNFORGETTER={**settings.UNFORGETTER, "EMBEDDER": "designed"}):
+        embeddings_refresh()
+        results = _search(sdk(tenant.issue()[0], mode), question)
+    # By rank alone, the item second on both sides came before the meaning's far closest one.
+    assert [r["ref"] for r in results][:3] == [refs[every_word], refs[closest], refs[weak]]
+    assert [r["why"] for r in results][:3] == [
+        "matches words of the query",
+        "close in meaning to the query",
+        "matches words of the query and is close in meaning",
+    ]
+    query_vectors.clear()
+
+
 def test_items_without_a_vector_are_still_found_by_their_words(tenant: Tenant, sdk, mode: str) -> None:
     _distractors(tenant)
     embeddings_refresh()
