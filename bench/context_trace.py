@@ -57,7 +57,6 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("memory.context.compile", "hybrid_rank", "hybrid_rank"),
     ("memory.lexical_index", "LexicalIndex.rank", "word ranking"),
     ("memory.context.compile", "agent_rows", "rows read"),
-    ("memory.context.compile", "tell", "texts told"),
     ("memory.embeddings", "_QueryVectors.get", "vector wait"),
     ("memory.embeddings.index", "VectorIndex.nearest", "vector top-k"),
     ("memory.lexical_index", "LexicalIndex.admitted", "meaning's picks admitted"),

@@ -45,6 +45,7 @@ from memory.heap import release_freed_memory
 from memory.models import State
 from memory.postings import Block, Postings
 from memory.query_limits import QueryTooCostly, time_budget_seconds
+from memory.stopwords import STOP_WORDS
 
 # BM25's saturation and length normalisation (Robertson's defaults).
 BM25_K1 = 1.2
@@ -122,6 +123,17 @@ def compounds(text: str) -> list[str]:
     if text.isascii():
         return _ASCII_COMPOUND_RE.findall(text)
     return _COMPOUND_RE.findall(_unaccented(text))
+
+
+def telling(words: list[str]) -> tuple[int, int]:
+    """What a text's words (`split_words`) tell, for telling near-duplicates apart
+    (memory.context.duplicates): a hash of its telling words in order (stop words aside), and one
+    of its words holding a digit (or anything else but letters) in any order, 0 for none. Equal
+    telling words mean the same statement; vectors alike must also hold the same numbers. Hashes
+    live as long as the process (str hashes are salted per process), as do the indexes kept."""
+    key = " ".join([w for w in words if w not in STOP_WORDS])
+    numbers = [w for w in words if not w.isalpha()]
+    return hash(key), hash(" ".join(sorted(set(numbers)))) if numbers else 0
 
 
 def _stemmed(found: list[str]) -> list[str]:
@@ -221,6 +233,8 @@ class LexicalIndex:
     # (word, item) pair at 5 bytes: 13 MB less per 100,000 items.
     postings: Postings
     dead: np.ndarray  # bool: found not current by a caller's check
+    # int64 (rows, 2): what each row's text tells (`telling`), worked out with its words.
+    told: np.ndarray
     # Whether `ids` ascend (rows are indexed in id order, unless a commit came out of it).
     ascending: bool = True
     # Per filter (classes, states, kinds) and count of dead rows: its mask, rows and length norms.
@@ -380,15 +394,30 @@ class LexicalIndex:
         if not len(fact_ids) or not len(self.ids):
             return {}
         wanted = np.asarray(fact_ids, dtype=np.int64)
-        last = len(self.ids) - 1
-        if self.ascending:
-            rows = np.minimum(np.searchsorted(self.ids, wanted), last)
-        else:
-            if self._order is None:
-                self._order = np.argsort(self.ids)
-            rows = self._order[np.minimum(np.searchsorted(self.ids, wanted, sorter=self._order), last)]
+        rows = self._rows_of(wanted)
         held = (self.ids[rows] == wanted) & self._view(classes, states, kinds).allowed[rows]
         return dict(zip(wanted[held].tolist(), KIND_NAMES[self.kinds[rows[held]]].tolist(), strict=True))
+
+    def _rows_of(self, wanted: np.ndarray) -> np.ndarray:
+        """Each id's row, or some row holding another id where the index does not hold it."""
+        last = len(self.ids) - 1
+        if self.ascending:
+            return np.minimum(np.searchsorted(self.ids, wanted), last)
+        if self._order is None:
+            self._order = np.argsort(self.ids)
+        found: np.ndarray = self._order[
+            np.minimum(np.searchsorted(self.ids, wanted, sorter=self._order), last)
+        ]
+        return found
+
+    def told_of(self, fact_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
+        """What the texts of these items tell (`telling`), for those the index holds."""
+        if not len(fact_ids) or not len(self.ids):
+            return {}
+        wanted = np.asarray(fact_ids, dtype=np.int64)
+        rows = self._rows_of(wanted)
+        held = self.ids[rows] == wanted
+        return dict(zip(wanted[held].tolist(), map(tuple, self.told[rows[held]].tolist()), strict=True))
 
     def mark_dead(self, fact_ids: Iterable[int]) -> None:
         """Rows a caller found no longer current: they stop being candidates (monotone)."""
@@ -439,9 +468,11 @@ def _built(rows: Iterable[_Row]) -> LexicalIndex:
     # Per row: its words (BM25's length) and its tokens, those words and its joined identifiers.
     tokens, lengths, counts = array("i"), array("i"), array("i")
     ids, kinds, classes, states = array("q"), array("B"), array("B"), array("B")
+    told = array("q")
     for row in rows:
         found = split_words(row[4])
         lengths.append(len(found))
+        told.extend(telling(found))
         found += compounds(row[4])
         counts.append(len(found))
         tokens.extend([spellings.setdefault(w, len(spellings)) for w in found])
@@ -476,6 +507,7 @@ def _built(rows: Iterable[_Row]) -> LexicalIndex:
         lengths=row_lengths.astype(np.float32),
         postings=postings,
         dead=np.zeros(count, dtype=bool),
+        told=np.frombuffer(told, dtype=np.int64).reshape(count, 2) if count else np.zeros((0, 2), np.int64),
         ascending=bool(np.all(id_array[1:] > id_array[:-1])),
     )
 
@@ -507,6 +539,7 @@ def _extended(index: LexicalIndex, rows: Sequence[_Row]) -> LexicalIndex:
         postings=postings,
         lengths=np.concatenate([index.lengths, added.lengths]),
         dead=np.concatenate([index.dead, added.dead]),
+        told=np.concatenate([index.told, added.told]),
         ascending=index.ascending
         and added.ascending
         and not (len(index.ids) and len(added.ids) and added.ids[0] <= index.ids[-1]),

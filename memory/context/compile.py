@@ -21,11 +21,11 @@ from typing import TypeVar
 import numpy as np
 from django.conf import settings
 
-from memory.context.duplicates import NearDuplicates, tell, telling_clear
+from memory.context.duplicates import NearDuplicates
 from memory.context.items import COLUMNS, Item, item_of, item_payload
 from memory.context.standing import StandingCache, standing_key
 from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, Sections
-from memory.lexical_index import Hit
+from memory.lexical_index import Hit, LexicalIndex
 from memory.models import Fact, Kind, State
 from memory.query_limits import QueryTooCostly
 from memory.retrieval import Probed, Ranked, hybrid_rank, ranking_indexes
@@ -62,7 +62,6 @@ RECENT = 20
 RESERVED_THREADS = 4
 RESERVED_METHODS = 3
 MAX_METHODS = 6
-_TEXT = COLUMNS.index("text")
 
 
 def _candidates() -> tuple[int, int]:
@@ -153,11 +152,10 @@ def standing_part(scope: AgentScope, project: Project, version: int | None) -> _
 
 
 def standing_parts_clear() -> None:
-    """Forget every standing part and scoped row this process keeps per content version, and what
-    items' texts told (for writes that bypass publication)."""
+    """Forget every standing part and scoped row this process keeps per content version (for
+    writes that bypass publication)."""
     _standing_parts.clear()
     row_cache_clear()
-    telling_clear()
 
 
 RECENT_WHY = "recent in this project"
@@ -168,6 +166,8 @@ OPEN_WHY = "is open"
 class _Ranked:
     facts: list[tuple[Item, str]]
     methods: list[tuple[Item, str]]
+    # The project's word index, which knows what each item's text tells (near-duplicates).
+    index: LexicalIndex
     # The stored vectors of the ranked items, to tell near-duplicates apart (empty without any).
     vectors: dict[int, np.ndarray] = field(default_factory=dict)
 
@@ -227,10 +227,7 @@ def _ranked(
     def read_ahead(strong: list[Hit]) -> None:
         facts, methods = _taken(strong, candidates)
         wanted = [h.fact_id for h in [*facts, *methods] if h.fact_id not in had]
-        rows = agent_rows(scope, project, wanted, COLUMNS, version=version)
-        # What their texts tell, for telling near-duplicates apart once the meaning's picks are in.
-        tell((row[0], row[_TEXT]) for row in rows)
-        tell((f.id, f.text) for f in recent)
+        agent_rows(scope, project, wanted, COLUMNS, version=version)
 
     try:
         hits = hybrid_rank(
@@ -281,6 +278,7 @@ def _ranked(
     return _Ranked(
         facts=[(f, why.get(f.id, RECENT_WHY)) for f in ordered],
         methods=[(rows[i], why[i]) for i in method_ids if i in rows],
+        index=index,
         vectors=vectors.vectors_of(rows) if vectors else {},
     )
 
@@ -337,7 +335,8 @@ def compile_bundle(
         served.append(fact.ref)
 
     ranked = _ranked(scope, project, task, now, standing.recent, version, probed)
-    duplicates = NearDuplicates(ranked.vectors)
+    offered = [f.id for f, _ in (*ranked.facts, *ranked.methods)] + [t.id for t in standing.threads]
+    duplicates = NearDuplicates(ranked.vectors, ranked.index.told_of(offered))
     # Facts alone would fill any budget in a large project: each section keeps room for the first
     # few items of the sections after it (the newest open threads, the best methods).
     thread_room = standing.threads[:RESERVED_THREADS]

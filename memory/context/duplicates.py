@@ -9,13 +9,11 @@ better ranked) is kept.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable
+from collections.abc import Mapping
 
 import numpy as np
 
-from memory.lexical_index import split_words
-from memory.stopwords import STOP_WORDS
+from memory.lexical_index import split_words, telling
 
 DUPLICATE_COSINE = 0.95
 # Pairs whose cosine, computed all at once, is at least this much below DUPLICATE_COSINE cannot
@@ -24,70 +22,33 @@ DUPLICATE_COSINE = 0.95
 _SURE_MARGIN = 1e-3
 
 
-# What an item's text tells (`_telling`), kept per item id for about this many items: an item's
-# text never changes in place, and the same few hundred items fill most bundles of a project.
-# Digests stand for the words and for the numbers, kept as one bytes object: about 115 bytes an
-# item in all (a tuple of two was 70 more; the numbers as a set of strings 270 more again).
-TELLING_KEPT = 20_000
-DIGEST_SIZE = 16
-_told: dict[int, bytes] = {}
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode(), digest_size=DIGEST_SIZE).digest()
-
-
-def _telling(fact_id: int, text: str) -> tuple[bytes, bytes]:
-    """Digests of the item's telling words (in order) and of its words holding a digit (b"" for
-    none).
-
-    Equal telling words mean the same statement; vectors alike must also hold the same numbers.
-    """
-    told = _told.get(fact_id)
-    if told is None:
-        found = split_words(text)
-        key = " ".join(w for w in found if w not in STOP_WORDS)
-        # The words holding a digit (or anything else but letters) must match too, in any order.
-        numbers = sorted({w for w in found if not w.isalpha()})
-        told = _digest(key) + (_digest(" ".join(numbers)) if numbers else b"")
-        if len(_told) >= TELLING_KEPT:
-            _told.clear()
-        _told[fact_id] = told
-    return told[:DIGEST_SIZE], told[DIGEST_SIZE:]
-
-
-def tell(items: Iterable[tuple[int, str]]) -> None:
-    """Work out what these items' texts tell (id, text), ahead of `NearDuplicates.repeats`:
-    what a caller does while it waits anyway."""
-    for fact_id, text in items:
-        _telling(fact_id, text)
-
-
-def telling_clear() -> None:
-    """Forget what items' texts told (for writes that change a text in place, e.g. tests)."""
-    _told.clear()
-
-
 class NearDuplicates:
     """Remembers the items kept so far, and tells whether another one repeats one of them.
 
-    `vectors` are the stored vectors of the items that may be offered (fact id -> vector). Which
-    of them are alike is worked out once, on the first item offered with one: every pair's
-    cosine at once (one matrix product), and the pairs that come within _SURE_MARGIN of
-    DUPLICATE_COSINE decided one by one, exactly as each pair always was. An item then repeats a
-    kept one when they are alike and hold the same numbers: a set lookup per item offered.
+    `vectors` are the stored vectors of the items that may be offered (fact id -> vector), and
+    `told` what their texts tell (`memory.lexical_index.telling`), as the project's word index
+    worked it out with their words (`LexicalIndex.told_of`); an item it does not hold is told
+    from its text. Which of them are alike is worked out once, on the first item offered with
+    one: every pair's cosine at once (one matrix product), and the pairs that come within
+    _SURE_MARGIN of DUPLICATE_COSINE decided one by one, exactly as each pair always was. An item
+    then repeats a kept one when they are alike and hold the same numbers: a set lookup per item
+    offered.
     """
 
-    def __init__(self, vectors: dict[int, np.ndarray]) -> None:
+    def __init__(
+        self, vectors: dict[int, np.ndarray], told: Mapping[int, tuple[int, int]] | None = None
+    ) -> None:
         self._vectors = vectors
-        self._keys: set[bytes] = set()
+        self._told = told or {}
+        self._keys: set[int] = set()
         # The items kept so far that have a vector, by their words holding a digit: only those
         # can match.
-        self._kept: dict[bytes, set[int]] = {}
+        self._kept: dict[int, set[int]] = {}
         self._alike: dict[int, set[int]] | None = None
 
     def repeats(self, fact_id: int, text: str) -> bool:
-        key, numbers = _telling(fact_id, text)
+        told = self._told.get(fact_id)
+        key, numbers = told if told is not None else telling(split_words(text))
         if key in self._keys:
             return True
         if fact_id in self._vectors:

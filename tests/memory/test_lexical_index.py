@@ -219,3 +219,23 @@ def test_the_index_admits_the_items_a_ranking_would_let_through(ids: list[int]) 
         )
     }
     assert index.admitted([], classes=["internal"], states=[State.ACTIVE], kinds=None) == {}
+
+
+@pytest.mark.parametrize("ids", [[1, 2, 3, 4], [1, 2, 9, 4]], ids=["ascending", "committed-out-of-order"])
+def test_the_index_tells_what_the_text_of_each_item_it_holds_tells(ids: list[int]) -> None:
+    texts = [
+        "Deploy the billing service!",
+        "deploy billing service",  # the same telling words: case, stop words, punctuation aside
+        "The ingest worker retries 5 times.",
+        "The ingest worker retries 6 times.",  # another number
+    ]
+    rows = [(i, "fact", "internal", State.ACTIVE, text) for i, text in zip(ids, texts, strict=True)]
+    index = lexical_index._extended(lexical_index._built(iter(rows[:2])), rows[2:])
+    told = index.told_of([*reversed(ids), 7, 0])
+    assert told == {
+        i: lexical_index.telling(lexical_index.split_words(t)) for i, t in zip(ids, texts, strict=True)
+    }
+    assert told[ids[0]] == told[ids[1]]
+    assert told[ids[0]][1] == 0  # no word holding a digit
+    assert 0 != told[ids[2]][1] != told[ids[3]][1]  # their words holding a digit differ
+    assert index.told_of([]) == {}

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from memory import lexical_index
 from memory.context.duplicates import DUPLICATE_COSINE, NearDuplicates
 from memory.lexical_index import split_words
+from memory.models import State
 from memory.stopwords import STOP_WORDS
 
 
@@ -63,3 +65,8 @@ def test_vectors_at_the_threshold_are_decided_as_one_comparison_each_decides_the
     # The vectors come in any order (the index's, not the bundle's): the same decisions.
     backwards = NearDuplicates(dict(reversed(vectors.items())))
     assert [backwards.repeats(fact_id, text) for fact_id, text in offered] == decided
+    # What the texts tell, as the word index worked it out with their words: the same decisions.
+    rows = ((fact_id, "fact", "internal", State.ACTIVE, text) for fact_id, text in offered)
+    index = lexical_index._built(rows)
+    indexed = NearDuplicates(vectors, index.told_of([fact_id for fact_id, _ in offered]))
+    assert [indexed.repeats(fact_id, text) for fact_id, text in offered] == decided

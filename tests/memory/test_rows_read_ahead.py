@@ -7,13 +7,14 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 
-from memory import retrieval, selectors
+from memory import lexical_index, retrieval, selectors
 from memory.context import compile as compiling
 from memory.context import context_for_agent, context_named, duplicates, standing_parts_clear
 from memory.context import serve as serving
 from memory.context.items import COLUMNS
 from memory.embeddings import embedder
-from memory.lexical_index import Hit
+from memory.lexical_index import Hit, lexical_indexes, split_words
+from memory.models import Fact
 from memory.services import publication_record
 from memory.services.embeddings import embeddings_refresh
 from tests.conftest import Tenant
@@ -112,38 +113,25 @@ def test_the_read_ahead_is_given_the_current_candidates_best_first(
     assert all(h.kind in ("fact", "decision", "method") for h in hits)
 
 
-def test_what_the_rows_read_ahead_tell_is_worked_out_before_the_vector_side_is_asked(
+def test_what_each_offered_item_tells_is_looked_up_not_worked_out_on_the_call(
     project_memory: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    asked: list[str] = []
-    told_before: set[int] = set()
-    vector = retrieval._query_vector
-    telling = duplicates.tell
+    told: list[tuple[str, ...]] = []
+    telling = lexical_index.telling
 
-    def query_vector(*args: Any) -> Any:
-        asked.append("vector")
-        return vector(*args)
+    def counted(words: list[str]) -> tuple[int, int]:
+        told.append(tuple(words))
+        return telling(words)
 
-    def tell(items: Any) -> None:
-        items = list(items)
-        if not asked:
-            told_before.update(fact_id for fact_id, _ in items)
-        telling(items)
-
-    monkeypatch.setattr(retrieval, "_query_vector", query_vector)
-    monkeypatch.setattr(compiling, "tell", tell)
-    _, calls = _bundle(project_memory, monkeypatch, embedding=True)
-    read_first = calls[0]
-    assert read_first
-    assert asked
-    # Near-duplicates are told apart by what each text tells: worked out while the vector is
-    # on its way for every row read ahead, not after it.
-    assert set(read_first) <= told_before
-    asked.clear()
-    told_before.clear()
-    _bundle(project_memory, monkeypatch, embedding=False)  # nothing to wait for: nothing ahead
-    assert asked
-    assert not told_before
+    monkeypatch.setattr(duplicates, "telling", counted)
+    bundle, _ = _bundle(project_memory, monkeypatch, embedding=True)
+    assert len(bundle["facts"]) > 1
+    # Near-duplicates are told apart by what each text tells: the word index worked that out
+    # with its words when it read the item, so no text of the bundle is split again.
+    assert told == []
+    index = lexical_indexes.get(project_for_agent(agent_scope(project_memory.issue()[1]), "platform").pk)
+    facts = Fact.objects.filter(ref__in=[f["ref"] for f in bundle["facts"]])
+    assert index.told_of([f.pk for f in facts]) == {f.pk: telling(split_words(f.text)) for f in facts}
 
 
 def _bundle_named(scope: Any, project_id: str, query: str) -> Any:
