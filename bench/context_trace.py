@@ -73,7 +73,13 @@ _arrived = 0.0
 
 def _note(label: str, started: float, ended: float) -> None:
     if _current is not None:
-        _current.append((label, (started - _arrived) * 1000, (ended - _arrived) * 1000))
+        _noted(_current, _arrived, label, started, ended)
+
+
+def _noted(
+    events: list[tuple[str, float, float]], arrived: float, label: str, started: float, ended: float
+) -> None:
+    events.append((label, (started - arrived) * 1000, (ended - arrived) * 1000))
 
 
 def _timed(label: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -125,7 +131,8 @@ async def application(scope: Scope, receive: ASGIReceiveCallable, send: ASGISend
     arrived, events = _arrived, _current
 
     def mark(label: str) -> None:  # this request's, even once the next one has arrived
-        events.append((label, (time.perf_counter() - arrived) * 1000, (time.perf_counter() - arrived) * 1000))
+        now = time.perf_counter()
+        _noted(events, arrived, label, now, now)
 
     async def sent(message: ASGISendEvent) -> None:
         if message["type"] == "http.response.body":
