@@ -64,7 +64,17 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("memory.embeddings.index", "VectorIndex.vectors_of", "vectors of the rows"),
     ("memory.context.compile", "_fill", "sections filled"),
     ("mcpbridge.results", "modern_response", "response encoded"),
+    # search_memory's own (`--tool search_memory`)
+    ("memory.selectors", "project_for_context_beside", "project statement"),
+    ("memory.selectors", "search_for_agent", "search_for_agent"),
+    ("memory.selectors", "hybrid_rank", "hybrid_rank"),
+    ("memory.retrieval", "_Checked.current", "candidates checked"),
+    ("memory.retrieval", "fuse_scores", "fusion by scores"),
+    ("memory.selectors", "excerpt", "excerpt"),
 )
+
+# Each tool's argument, and the phrasing of a corpus item (bench/corpus.py) it is asked with.
+TOOLS = {"get_context": ("task", "task"), "search_memory": ("query", "question")}
 
 _events: list[list[tuple[str, float, float]]] = []
 _current: list[tuple[str, float, float]] | None = None
@@ -179,11 +189,19 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=100_000, help="the corpus size quality.py seeded")
     parser.add_argument("--tasks", type=int, default=300, help="new tasks measured")
     parser.add_argument("--warm", type=int, default=40, help="new tasks asked first, not measured")
+    parser.add_argument(
+        "--tool",
+        choices=TOOLS,
+        default="get_context",
+        help="get_context for new English tasks, or search_memory for new questions",
+    )
     options = parser.parse_args()
     quality._django(options.database_url)
     stage_targets()  # a stage renamed fails here, before the server starts
     corpus = generate(options.items, questions=200)
-    tasks = list(dict.fromkeys(item.task for item in reversed(corpus.items)))[: options.warm + options.tasks]
+    argument, phrasing = TOOLS[options.tool]
+    texts = list(dict.fromkeys(getattr(item, phrasing) for item in reversed(corpus.items)))
+    calls = [{"project_id": PROJECT, argument: text} for text in texts[: options.warm + options.tasks]]
     token = run.manage(
         options.database_url, "issue_token", WORKSPACE, "--actor", "bench@trace", "--zone", "claude"
     )
@@ -200,9 +218,9 @@ def main() -> None:
             _wait_until_up(f"http://127.0.0.1:{port}", server)
             client = run.McpHttp(f"http://127.0.0.1:{port}", token.strip())
             latencies = []
-            for i, task in enumerate(tasks):
+            for i, arguments in enumerate(calls):
                 started = time.perf_counter()
-                client.call("get_context", {"project_id": PROJECT, "task": task})
+                client.call(options.tool, arguments)
                 if i >= options.warm:
                     latencies.append((time.perf_counter() - started) * 1000)
             client.close()
@@ -216,7 +234,7 @@ def main() -> None:
             server.wait()
     latencies.sort()
     print(
-        f"get_context over HTTP, {len(latencies)} new English tasks, one worker: client p50 "
+        f"{options.tool} over HTTP, {len(latencies)} new English {phrasing}s, one worker: client p50 "
         f"{statistics.median(latencies):.2f} ms, p95 {latencies[int(0.95 * (len(latencies) - 1))]:.2f} ms\n"
     )
     print("| stage (ms from the request's arrival, medians) | calls | start | end | duration |")

@@ -22,7 +22,8 @@ from memory import search
 from memory.contract import ProjectEntry, ProjectList, SearchPage, SearchResult
 from memory.cursors import cursor_make, cursor_offset
 from memory.excerpts import excerpt
-from memory.models import Fact, Publication, State
+from memory.items import COLUMNS, Item, item_of, taint_label
+from memory.models import Fact, Publication, State, provenance_of
 from memory.refs import is_ref
 from memory.retrieval import (
     NamedProject,
@@ -355,11 +356,13 @@ def search_for_agent(
         raise InvalidRequest("query must contain words to search for.")
     offset = cursor_offset(cursor=cursor, scope=scope, project=project, query=query) if cursor else 0
     page_size = settings.UNFORGETTER["SEARCH_PAGE_SIZE"]
-    facts = list(agent_facts(scope, project).filter(ref=query)) if is_ref(query) and offset == 0 else []
+    items: list[Item] = []
+    if is_ref(query) and offset == 0:
+        items = [item_of(fact) for fact in agent_facts(scope, project).filter(ref=query).only(*COLUMNS)]
     why: dict[int, str] = {}
-    if facts:
-        excerpts = {f.pk: f.text[:300] for f in facts}
-        why = {f.pk: "its ref is the query" for f in facts}
+    if items:
+        excerpts = {item.id: item.text[:300] for item in items}
+        why = {item.id: "its ref is the query" for item in items}
         more = False
     else:
         if not search.terms(query):
@@ -381,22 +384,24 @@ def search_for_agent(
         more = len(ranked) > page_size and offset + page_size < MAX_SEARCH_OFFSET
         ids = [hit.fact_id for hit in ranked[:page_size]]
         why = {hit.fact_id: hit.why for hit in ranked[:page_size]}
-        by_id = {f.pk: f for f in with_ids(agent_facts(scope, project), ids)}
-        facts = [by_id[i] for i in ids if i in by_id]
+        # Plain rows, as a bundle reads them: building a Fact for each result cost more than
+        # the statement (1.7 ms for a page of ten over HTTP, 100k items, SQLite).
+        by_id = {row[0]: Item._make(row) for row in agent_rows(scope, project, ids, COLUMNS)}
+        items = [by_id[i] for i in ids if i in by_id]
         marked = " ".join(search.keywords(query))
-        excerpts = {f.pk: excerpt(f.text, marked) for f in facts}
+        excerpts = {item.id: excerpt(item.text, marked) for item in items}
     results = [
         SearchResult(
-            ref=fact.ref,
-            kind=fact.kind,
-            state=fact.state,
-            excerpt=excerpts.get(fact.pk) or fact.text[:300],
-            provenance=fact.provenance(),
-            data_class=fact.data_class,
-            taint=fact.taint_label,
-            why=why.get(fact.pk, ""),
+            ref=item.ref,
+            kind=item.kind,
+            state=item.state,
+            excerpt=excerpts.get(item.id) or item.text[:300],
+            provenance=provenance_of(item),
+            data_class=item.data_class,
+            taint=taint_label(item),
+            why=why.get(item.id, ""),
         )
-        for fact in facts
+        for item in items
     ]
     page = SearchPage(results=results)
     if more:

@@ -6,9 +6,9 @@ identity.
 """
 
 from memory.context.compile import compile_bundle, standing_parts_clear
-from memory.context.items import item_payload
 from memory.context.markdown import bundle_markdown
 from memory.context.serve import context_at, context_for_agent, context_named
+from memory.items import item_payload
 
 __all__ = [
     "bundle_markdown",

@@ -22,9 +22,9 @@ import numpy as np
 from django.conf import settings
 
 from memory.context.duplicates import NearDuplicates
-from memory.context.items import COLUMNS, Item, item_of, item_payload
 from memory.context.standing import StandingCache, standing_key
 from memory.contract import CompiledBundle, ItemPayload, Pointer, ProjectBrief, Sections
+from memory.items import COLUMNS, Item, item_of, item_payload
 from memory.lexical_index import Hit, LexicalIndex
 from memory.models import Fact, Kind, State
 from memory.query_limits import QueryTooCostly

@@ -11,8 +11,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memory.context import context_for_agent, standing_parts_clear
-from memory.context.items import COLUMNS
 from memory.imports import memory_import
+from memory.items import COLUMNS
 from memory.models import Fact, State
 from memory.retrieval import with_ids
 from memory.selectors import ROWS_SHAPE, _RowCache, agent_facts, agent_rows

@@ -11,8 +11,8 @@ from memory import lexical_index, retrieval, selectors
 from memory.context import compile as compiling
 from memory.context import context_for_agent, context_named, duplicates, standing_parts_clear
 from memory.context import serve as serving
-from memory.context.items import COLUMNS
 from memory.embeddings import embedder
+from memory.items import COLUMNS
 from memory.lexical_index import Hit, lexical_indexes, split_words
 from memory.models import Fact
 from memory.services import publication_record

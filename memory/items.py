@@ -1,8 +1,10 @@
-"""The rows a bundle is made of: the columns it shows of each current item, read as plain tuples.
+"""The rows agents are shown: the columns of each current item a bundle or a search result
+shows, read as plain tuples.
 
 A bundle holds a few dozen items, chosen among a few hundred candidates; building a model
 instance for each of them cost more than the statement that read them. The standing part and
-the ranking both read exactly `COLUMNS`, the ranking only for the candidates it chose.
+the ranking both read exactly `COLUMNS`, the ranking only for the candidates it chose; a page
+of search results reads the same columns of its items.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ def item_of(fact: Fact) -> Item:
     return Item(*(getattr(fact, column) for column in COLUMNS))
 
 
+def taint_label(item: Item) -> str:
+    """The item's taint as agents read it (Fact.taint_label)."""
+    return _TAINT_LABELS[item.taint]
+
+
 def item_payload(item: Item) -> ItemPayload:
     return {
         "ref": item.ref,
@@ -46,6 +53,6 @@ def item_payload(item: Item) -> ItemPayload:
         "state": item.state,
         "text": item.text,
         "data_class": item.data_class,
-        "taint": _TAINT_LABELS[item.taint],
+        "taint": taint_label(item),
         "provenance": provenance_of(item),
     }
