@@ -239,8 +239,8 @@ def main() -> None:
     )
     print("| stage (ms from the request's arrival, medians) | calls | start | end | duration |")
     print("|---|---|---|---|---|")
-    for label, calls, started, ended, took in _table(requests):
-        print(f"| {label} | {calls} | {started:.2f} | {ended:.2f} | {took:.2f} |")
+    for label, count, started, ended, took in _table(requests):
+        print(f"| {label} | {count} | {started:.2f} | {ended:.2f} | {took:.2f} |")
 
 
 def _wait_until_up(url: str, server: subprocess.Popen[bytes]) -> None:
