@@ -218,11 +218,12 @@ def main() -> None:
             _wait_until_up(f"http://127.0.0.1:{port}", server)
             client = run.McpHttp(f"http://127.0.0.1:{port}", token.strip())
             latencies = []
-            for i, arguments in enumerate(calls):
-                started = time.perf_counter()
-                client.call(options.tool, arguments)
-                if i >= options.warm:
-                    latencies.append((time.perf_counter() - started) * 1000)
+            with run.client_collector_paused():
+                for i, arguments in enumerate(calls):
+                    started = time.perf_counter()
+                    client.call(options.tool, arguments)
+                    if i >= options.warm:
+                        latencies.append((time.perf_counter() - started) * 1000)
             client.close()
             server.send_signal(signal.SIGUSR1)
             deadline = time.monotonic() + 10

@@ -25,6 +25,7 @@ Traffic goes to 127.0.0.1 only; every loop is bounded in count and time.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import json
 import os
@@ -39,6 +40,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -525,19 +527,40 @@ class Latency:
         return ordered[index] * 1000
 
 
+@contextmanager
+def client_collector_paused() -> Iterator[None]:
+    """The benchmark client's own cyclic garbage collector held off while calls are timed.
+
+    A benchmark process may hold a whole corpus (bench/full_vectors.py and context_trace.py keep
+    100,000 generated items): a full collection of it took 160-210 ms and landed on whichever
+    call was being timed, about one call in 120 after a start, on either database. That pause is
+    the client's, not the server's. Collected once before; the collector is back on after.
+    """
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def timed(client: McpHttp, tool: str, calls: Sequence[dict[str, Any]]) -> Latency:
-    """Round-trip latency of each call, one after another on one kept-alive connection.
+    """Round-trip latency of each call, one after another on one kept-alive connection, with the
+    client's collector held off (`client_collector_paused`).
 
     A call refused with a tool error is timed too (it was answered) and counted in `refused`.
     """
     latency = Latency()
-    for arguments in calls:
-        started = time.perf_counter()
-        try:
-            client.call(tool, arguments)
-        except ToolRefused:
-            latency.refused += 1
-        latency.samples.append(time.perf_counter() - started)
+    with client_collector_paused():
+        for arguments in calls:
+            started = time.perf_counter()
+            try:
+                client.call(tool, arguments)
+            except ToolRefused:
+                latency.refused += 1
+            latency.samples.append(time.perf_counter() - started)
     return latency
 
 
