@@ -217,13 +217,10 @@ def main() -> None:
         try:
             _wait_until_up(f"http://127.0.0.1:{port}", server)
             client = run.McpHttp(f"http://127.0.0.1:{port}", token.strip())
-            latencies = []
-            with run.client_collector_paused():
-                for i, arguments in enumerate(calls):
-                    started = time.perf_counter()
-                    client.call(options.tool, arguments)
-                    if i >= options.warm:
-                        latencies.append((time.perf_counter() - started) * 1000)
+            for arguments in calls[: options.warm]:
+                client.call(options.tool, arguments)
+            measured = run.timed(client, options.tool, calls[options.warm :])
+            latencies = [seconds * 1000 for seconds in measured.samples]
             client.close()
             server.send_signal(signal.SIGUSR1)
             deadline = time.monotonic() + 10
