@@ -8,7 +8,9 @@ ranking, the read-ahead, the wait for the query's vector, the vector top-k, the 
 bundle's filling, the response...) wrapped to note when it started and ended, in milliseconds
 from the request's arrival. One kept-alive client then asks `--tasks` English tasks never asked
 before, one at a time (after `--warm` others), and the table gives, per stage, the median start,
-end and duration over those calls, in the order they start, beside the client's p50 and p95.
+end and duration over those calls, in the order they start, beside the client's p50 and p95,
+and the CPU time the stage's thread spent in it (`time.thread_time`): where the two differ, the
+stage waited (for the vector, the database, or the GIL held by another thread).
 
 The stages are read on one request at a time (the client waits for each answer), so a stage's
 times are its own request's; only a call's after-answer work (its audit record, the bundle
@@ -76,29 +78,34 @@ STAGES: tuple[tuple[str, str, str], ...] = (
 # Each tool's argument, and the phrasing of a corpus item (bench/corpus.py) it is asked with.
 TOOLS = {"get_context": ("task", "task"), "search_memory": ("query", "question")}
 
-_events: list[list[tuple[str, float, float]]] = []
-_current: list[tuple[str, float, float]] | None = None
+# A stage's label, start and end (ms from its request's arrival) and its thread's CPU time (ms;
+# None for a mark).
+Event = tuple[str, float, float, float | None]
+_events: list[list[Event]] = []
+_current: list[Event] | None = None
 _arrived = 0.0
 
 
-def _note(label: str, started: float, ended: float) -> None:
+def _note(label: str, started: float, ended: float, cpu: float) -> None:
     if _current is not None:
-        _noted(_current, _arrived, label, started, ended)
+        _noted(_current, _arrived, label, started, ended, cpu)
 
 
 def _noted(
-    events: list[tuple[str, float, float]], arrived: float, label: str, started: float, ended: float
+    events: list[Event], arrived: float, label: str, started: float, ended: float, cpu: float | None = None
 ) -> None:
-    events.append((label, (started - arrived) * 1000, (ended - arrived) * 1000))
+    events.append(
+        (label, (started - arrived) * 1000, (ended - arrived) * 1000, None if cpu is None else cpu * 1000)
+    )
 
 
 def _timed(label: str, function: Callable[..., Any]) -> Callable[..., Any]:
     def timed(*args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         try:
             return function(*args, **kwargs)
         finally:
-            _note(label, started, time.perf_counter())
+            _note(label, started, time.perf_counter(), time.thread_time() - cpu)
 
     return timed
 
@@ -156,26 +163,32 @@ async def application(scope: Scope, receive: ASGIReceiveCallable, send: ASGISend
         _events.append(events)
 
 
-def _table(requests: list[list[tuple[str, float, float]]]) -> list[tuple[str, int, float, float, float]]:
+Row = tuple[str, int, float, float, float, float | None]
+
+
+def _table(requests: list[list[Event]]) -> list[Row]:
     """Per stage (a stage run twice in a request: its second run apart), the calls that ran it and
-    the median start, end and duration, ordered by start."""
-    runs: dict[str, list[tuple[float, float]]] = {}
+    the median start, end, duration and CPU time (None for a mark), ordered by start."""
+    runs: dict[str, list[tuple[float, float, float | None]]] = {}
     for request in requests:
         seen: dict[str, int] = {}
-        for label, started, ended in request:
+        for label, started, ended, cpu in request:
             seen[label] = seen.get(label, 0) + 1
             key = label if seen[label] == 1 else f"{label} ({seen[label]})"
-            runs.setdefault(key, []).append((started, ended))
-    rows = [
-        (
-            key,
-            len(times),
-            statistics.median(s for s, _ in times),
-            statistics.median(e for _, e in times),
-            statistics.median(e - s for s, e in times),
+            runs.setdefault(key, []).append((started, ended, cpu))
+    rows = []
+    for key, times in runs.items():
+        cpus = [c for _, _, c in times if c is not None]
+        rows.append(
+            (
+                key,
+                len(times),
+                statistics.median(s for s, _, _ in times),
+                statistics.median(e for _, e, _ in times),
+                statistics.median(e - s for s, e, _ in times),
+                statistics.median(cpus) if cpus else None,
+            )
         )
-        for key, times in runs.items()
-    ]
     return sorted(rows, key=lambda row: row[2])
 
 
@@ -235,10 +248,11 @@ def main() -> None:
         f"{options.tool} over HTTP, {len(latencies)} new English {phrasing}s, one worker: client p50 "
         f"{statistics.median(latencies):.2f} ms, p95 {latencies[int(0.95 * (len(latencies) - 1))]:.2f} ms\n"
     )
-    print("| stage (ms from the request's arrival, medians) | calls | start | end | duration |")
-    print("|---|---|---|---|---|")
-    for label, count, started, ended, took in _table(requests):
-        print(f"| {label} | {count} | {started:.2f} | {ended:.2f} | {took:.2f} |")
+    print("| stage (ms from the request's arrival, medians) | calls | start | end | duration | its CPU |")
+    print("|---|---|---|---|---|---|")
+    for label, count, started, ended, took, cpu in _table(requests):
+        spent = "" if cpu is None else f"{cpu:.2f}"
+        print(f"| {label} | {count} | {started:.2f} | {ended:.2f} | {took:.2f} | {spent} |")
 
 
 def _wait_until_up(url: str, server: subprocess.Popen[bytes]) -> None:

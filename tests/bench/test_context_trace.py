@@ -21,12 +21,31 @@ def test_every_stage_names_a_function_its_callers_look_up() -> None:
 
 def test_the_table_gives_median_times_per_stage_in_order_of_start() -> None:
     requests = [
-        [("credential", 1.0, 1.5), ("rows read", 3.0, 4.0), ("rows read", 9.0, 9.5)],
-        [("credential", 1.2, 1.6), ("rows read", 3.2, 4.4), ("rows read", 9.5, 10.25)],
-        [("credential", 0.8, 1.3), ("rows read", 2.8, 3.6)],
+        [("credential", 1.0, 1.5, 0.4), ("rows read", 3.0, 4.0, 1.0), ("rows read", 9.0, 9.5, 0.5)],
+        [("credential", 1.2, 1.6, 0.3), ("rows read", 3.2, 4.4, 0.75), ("rows read", 9.5, 10.25, 0.25)],
+        [("credential", 0.8, 1.3, 0.5), ("rows read", 2.8, 3.6, 0.5), ("response sent", 11.0, 11.0, None)],
     ]
     assert context_trace._table(requests) == [
-        ("credential", 3, 1.0, 1.5, 0.5),
-        ("rows read", 3, 3.0, 4.0, 1.0),
-        ("rows read (2)", 2, 9.25, 9.875, 0.625),
+        ("credential", 3, 1.0, 1.5, 0.5, 0.4),
+        ("rows read", 3, 3.0, 4.0, 1.0, 0.75),
+        ("rows read (2)", 2, 9.25, 9.875, 0.625, 0.375),
+        ("response sent", 1, 11.0, 11.0, 0.0, None),
     ]
+
+
+def test_a_timed_stage_notes_its_thread_s_cpu_time_beside_its_wall_time(monkeypatch) -> None:
+    events: list[context_trace.Event] = []
+    monkeypatch.setattr(context_trace, "_current", events)
+    monkeypatch.setattr(context_trace, "_arrived", context_trace.time.perf_counter())
+
+    def waits_then_works() -> int:
+        context_trace.time.sleep(0.05)
+        return sum(i * i for i in range(200_000))
+
+    context_trace._timed("stage", waits_then_works)()
+
+    ((label, started, ended, cpu),) = events
+    assert label == "stage"
+    assert ended - started >= 50  # ms: the sleep is in its wall time
+    assert cpu is not None
+    assert 0 < cpu < ended - started - 40  # and not in its CPU time
