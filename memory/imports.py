@@ -26,6 +26,7 @@ as it is.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from django.db import connection as db
 from django.db import transaction
 from django.db.models import QuerySet
 
+from memory.forked_ahead import forked_ahead
 from memory.models import Fact, Kind, State, Taint, text_digest
 from memory.read_ahead import read_ahead
 from memory.readers import Incoming, read_items
@@ -71,10 +73,12 @@ def _own_ref(ref: str | None) -> str | None:
 
 
 class _Prepared(NamedTuple):
-    """One batch as `_Importer.prepare` leaves it: each item with its row, and the rows' digests."""
+    """One batch as `_Importer.prepare` leaves it: each item with its row, the rows' digests and
+    how many of its texts held a secret (redacted)."""
 
     items: list[tuple[Incoming, FactRow]]
     digests: list[int]
+    redacted: int
 
 
 @dataclass
@@ -103,12 +107,10 @@ class _Importer:
     inserted_origins: set[str] | None = None
     inserted_digests: set[int] | None = None
 
-    def _row(self, item: Incoming) -> FactRow:
-        """The validated row an item would be, secrets redacted as a proposal's are (secrets are
-        not kept in clear, whoever brings them); its errors prefixed with where it came from."""
-        text = redact(item.text)
-        if text != item.text:
-            self.redacted += 1
+    def _row(self, item: Incoming, text: str) -> FactRow:
+        """The validated row an item would be, with its text `text` (redacted, as a proposal's is:
+        secrets are not kept in clear, whoever brings them); its errors prefixed with where it
+        came from."""
         source = self.sources.get(item.source)
         if source is None:
             source = self.sources[item.source] = redact(item.source)
@@ -134,8 +136,10 @@ class _Importer:
     def prepare(self, batch: list[Incoming]) -> _Prepared:
         """A batch checked, screened and digested: the part of an import that needs no database,
         so that it can be done for the next batch while this one is written (memory.read_ahead)."""
-        items = [(item, self._row(item)) for item in batch]
-        return _Prepared(items, [text_digest(row.text) for _, row in items])
+        texts = [redact(item.text) for item in batch]
+        items = [(item, self._row(item, text)) for item, text in zip(batch, texts, strict=True)]
+        redacted = sum(text != item.text for item, text in zip(batch, texts, strict=True))
+        return _Prepared(items, [text_digest(row.text) for _, row in items], redacted)
 
     def _existing(
         self, prepared: _Prepared
@@ -170,6 +174,7 @@ class _Importer:
 
     def apply(self, prepared: _Prepared) -> None:
         items = prepared.items
+        self.redacted += prepared.redacted
         by_ref, by_origin, by_text = self._existing(prepared)
         new_rows: list[FactRow] = []
         new_digests: list[int] = []
@@ -309,8 +314,13 @@ def memory_import(
     actor: str = "import",
     source_project: str | None = None,
     progress: Callable[[int], None] | None = None,
+    forked: bool = False,
 ) -> ImportReport:
-    """Import a file or folder into a project, all or nothing: a bad input names itself, nothing is kept."""
+    """Import a file or folder into a project, all or nothing: a bad input names itself, nothing is kept.
+
+    `forked`: the batches are read and checked in a child process (memory.forked_ahead), on
+    another core; only for a process that owns its threads (the import command), never a server.
+    """
     _page_cache_widen()
     # Imports into one project take turns (SQLite's write lock already makes every writer do so):
     # whether the project held anything is then true for the whole import.
@@ -326,7 +336,9 @@ def memory_import(
     done = 0
     # The next batch is read and checked while this one is written; an error in it is raised
     # here, after the batches before it, as it would be in line.
-    for prepared in read_ahead(importer.prepare(batch) for batch in _batches(items, BATCH_SIZE)):
+    prepared_batches = (importer.prepare(batch) for batch in _batches(items, BATCH_SIZE))
+    ahead = forked_ahead if forked and hasattr(os, "fork") else read_ahead
+    for prepared in ahead(prepared_batches):
         importer.apply(prepared)
         done += len(prepared.items)
         if progress:

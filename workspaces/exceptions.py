@@ -8,7 +8,7 @@ are in `memory.exceptions`, in this same hierarchy.
 
 from __future__ import annotations
 
-from typing import NotRequired
+from typing import Any, NotRequired
 
 from typing_extensions import TypedDict  # pydantic reads it (output schemas) before 3.12
 
@@ -36,6 +36,10 @@ class UnforgetterError(Exception):
 
     def as_dict(self) -> ErrorBody:
         return {"code": self.code, "message": self.message, "action": self.action}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled with its own action, if it was given one (memory.forked_ahead hands errors over).
+        return (self.__class__, (self.message,), dict(self.__dict__))
 
 
 class InvalidRequest(UnforgetterError):

@@ -95,6 +95,8 @@ class Command(BaseCommand):
                     actor=options["actor"],
                     source_project=options["source_project"],
                     progress=bar.update,
+                    # This process owns its threads: its batches are checked on another core.
+                    forked=True,
                 )
             finally:
                 bar.close()
