@@ -82,3 +82,21 @@ def test_a_child_that_dies_is_an_error_not_a_short_import() -> None:
 
     with pytest.raises(RuntimeError, match="ended without its values"):
         list(forked_ahead(made()))
+
+
+def test_an_import_batch_crosses_the_pipe_whole() -> None:
+    from datetime import date
+
+    from memory.imports import _Prepared
+    from memory.readers import Incoming
+    from memory.services import FactRow
+
+    item = Incoming("line 1", "fact", " Deploys go through the release train. ", source_date=date(2026, 1, 2))
+    row = FactRow("fact", "Deploys go through the release train.", "active", "internal", "", None, "a", "")
+    prepared = _Prepared([(item, row)], [123], 1)
+
+    (got,) = list(forked_ahead(iter([prepared])))
+
+    assert got == prepared
+    assert isinstance(got.items[0][0], Incoming)
+    assert isinstance(got.items[0][1], FactRow)
