@@ -20,7 +20,7 @@ from mcp.server.auth.provider import AccessToken
 from pydantic import AnyHttpUrl, ValidationError
 
 from mcpbridge.threads import in_request_thread
-from workspaces.bearers import bearer_verified
+from workspaces.bearers import ReadAhead, bearer_verified
 from workspaces.exceptions import ForbiddenScope, Unauthorized
 from workspaces.models import Connection
 from workspaces.outages import OUTAGE_ERRORS
@@ -41,9 +41,10 @@ __all__ = [
 _verified: ContextVar[tuple[AgentScope, str] | None] = ContextVar("unforgetter_scope", default=None)
 
 
-def authenticate(raw: str) -> tuple[AgentScope, str] | None:
-    """The scope behind a bearer credential and the resource it was issued for; use is recorded."""
-    verified = bearer_verified(raw)
+def authenticate(raw: str, also: ReadAhead | None = None) -> tuple[AgentScope, str] | None:
+    """The scope behind a bearer credential and the resource it was issued for; use is recorded.
+    `also`: the call's first read, run in the credential's statement (workspaces.bearers)."""
+    verified = bearer_verified(raw, also)
     if verified is None:
         return None
     found, scope = verified
@@ -73,14 +74,14 @@ def _access_token(token: str, scope: AgentScope, resource: str) -> AccessToken:
     )
 
 
-def authenticated_here(token: str, connection_id: int) -> bool:
+def authenticated_here(token: str, connection_id: int, also: ReadAhead | None = None) -> bool:
     """Verify `token` in the calling request thread, as the SDK's auth middleware would accept it
     (mcpbridge.direct): usable, unexpired, issued for this resource, granting memory:read, and
     still the connection `connection_id`. If so the request's scope is set, as `verify_token` and
     the middleware set it. False leaves the request to the SDK, which then answers it.
     """
     try:
-        found = authenticate(token)
+        found = authenticate(token, also)
     except OUTAGE_ERRORS:
         return False
     if found is None:

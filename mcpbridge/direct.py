@@ -55,11 +55,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcpbridge import results
 from mcpbridge.auth import authenticated_here
-from mcpbridge.server import TOOLS, answer_in_thread, embed_ahead, validated_ahead
+from mcpbridge.server import TOOLS, answer_in_thread, embed_ahead, first_read, validated_ahead
 from mcpbridge.threads import in_request_thread
 from memory.metrics import CALL_SECONDS
 from workspaces.after_answer import Work, collected, run_collected
-from workspaces.bearers import kept_scope
+from workspaces.bearers import ReadAhead, kept_scope
 from workspaces.exceptions import RateLimited, UnforgetterError
 from workspaces.limits import credential_slot_async
 from workspaces.scope import AgentScope
@@ -268,7 +268,7 @@ async def _direct_result(
             # the longest wait of a ranked call; it is answered only once the credential is good.
             validated = validated_ahead(name, arguments)
             embed_ahead(kept, validated)
-            return await in_request_thread(_verified_call, token, hint, name, arguments, validated)
+            return await in_request_thread(_verified_call, token, kept, name, arguments, validated)
     except RateLimited as refusal:
         # Refused by the slot, before the credential was checked (the SDK checks it first): the
         # refusal is the answer only for a credential still good, else the SDK's 401 is. Not
@@ -280,12 +280,15 @@ async def _direct_result(
 
 def _verified_call(
     token: str,
-    hint: int,
+    kept: AgentScope,
     name: str,
     arguments: Mapping[str, Any],
     validated: BaseModel | UnforgetterError | None = None,
 ) -> tuple[dict[str, Any], list[Work]] | None:
-    if not authenticated_here(token, hint):
+    # The tool's first statement (the project's) goes in the credential's, made for the scope
+    # the credential was last resolved to; used only if it still carries that very scope.
+    read = first_read(kept, validated)
+    if not authenticated_here(token, kept.connection_id, ReadAhead(kept, read) if read else None):
         return None
     with collected() as owed:
         return answer_in_thread(name, arguments, validated), owed

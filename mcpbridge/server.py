@@ -42,11 +42,12 @@ from memory.context import context_named
 from memory.contract import Bundle, ProjectList, ProposalReceipt, SearchPage
 from memory.exceptions import ProtectedTarget
 from memory.metrics import CALL_SECONDS
-from memory.selectors import projects_for_agent, search_named, search_ranks
+from memory.selectors import named_project_read, projects_for_agent, search_named, search_ranks
 from memory.services import proposal_submit
 from workspaces.exceptions import InvalidRequest, UnforgetterError
 from workspaces.limits import credential_rate_check, credential_slot_async
 from workspaces.outages import OUTAGE_ERRORS, unavailable
+from workspaces.prepared import Read
 from workspaces.scope import AgentScope
 
 logger = logging.getLogger(__name__)
@@ -141,6 +142,17 @@ def embed_ahead(kept: AgentScope, args: BaseModel | UnforgetterError | None) -> 
             retrieval.embed_ahead(kept, args.project_id, args.query)
     except Exception:
         logger.exception("starting a query's embedding early failed; the call embeds it itself")
+
+
+def first_read(kept: AgentScope, args: BaseModel | UnforgetterError | None) -> Read | None:
+    """The first statement a get_context or search_memory call runs (its project's), made for
+    `kept`, the scope its credential was last resolved to, from its arguments as `validated_ahead`
+    left them: for the credential's statement to run it too (workspaces.bearers.ReadAhead)."""
+    if isinstance(args, GetContextArgs):
+        return named_project_read(kept, args.project_id, args.task, ranked=True)
+    if isinstance(args, SearchMemoryArgs):
+        return named_project_read(kept, args.project_id, args.query, ranked=search_ranks(args.query))
+    return None
 
 
 def _validated(model: type[ArgsT], arguments: Mapping[str, Any]) -> ArgsT | UnforgetterError:

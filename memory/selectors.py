@@ -33,9 +33,10 @@ from memory.retrieval import (
     ranking_indexes,
     with_ids,
 )
+from workspaces.bearers import read_with_credential
 from workspaces.exceptions import InvalidRequest
 from workspaces.models import Project
-from workspaces.prepared import Beside, Prepared
+from workspaces.prepared import Beside, Prepared, Read
 from workspaces.scope import AgentScope, item_condition
 from workspaces.selectors import project_catalogue_entries, project_in_scope
 
@@ -295,8 +296,12 @@ def project_for_context(scope: AgentScope, project_id: str) -> ProjectAt:
 def project_for_context_beside(
     scope: AgentScope, project_id: str, beside: Beside | None
 ) -> tuple[ProjectAt, tuple[Any, ...]]:
-    """`project_for_context`, and the values of `beside` run in the same statement."""
-    rows = _PROJECT_AND_PUBLICATION.rows(scope.workspace_id, project_id, beside=beside)
+    """`project_for_context`, and the values of `beside` run in the same statement (or in the
+    credential's, if this call's credential statement read it: workspaces.bearers.ReadAhead)."""
+    read = project_read(scope, project_id, beside)
+    rows = read_with_credential(scope, read)
+    if rows is None:
+        rows = read.rows()
     row = rows[0] if rows else ()
     columns = len(_PROJECT_COLUMNS)
     found = Project.from_db(Project.objects.db, _PROJECT_COLUMNS, row[:columns]) if row else None
@@ -306,6 +311,19 @@ def project_for_context_beside(
     if version is None:
         return ProjectAt(project, None), also
     return ProjectAt(project, PublicationState(version, content_version, compiled_at, cadence)), also
+
+
+def project_read(scope: AgentScope, project_id: str, beside: Beside | None) -> Read:
+    """The statement `project_for_context_beside` runs: the project, its workspace's newest
+    publication and `beside`."""
+    return Read(_PROJECT_AND_PUBLICATION, (scope.workspace_id, project_id), beside)
+
+
+def named_project_read(scope: AgentScope, project_id: str, text: str, *, ranked: bool) -> Read:
+    """The first statement `context_named` (ranked) or `search_named` (`ranked` as `search_ranks`
+    says) runs for `project_id` and its task or query under `scope`."""
+    named = NamedProject(scope, project_id, text) if ranked else None
+    return project_read(scope, project_id, named.beside if named else None)
 
 
 MAX_SEARCH_OFFSET = 500

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from contextvars import ContextVar
 from typing import Any
 
 from django.utils import timezone
@@ -31,7 +32,7 @@ from oauth2_provider.models import get_access_token_model
 from workspaces import tokens
 from workspaces.models import Connection
 from workspaces.oauth import oauth_token_checksum
-from workspaces.prepared import Prepared
+from workspaces.prepared import Prepared, Read
 from workspaces.scope import AgentScope
 from workspaces.selectors import BearerMatch, connection_for_bearer
 
@@ -90,12 +91,18 @@ _PROJECTS = Prepared(
 State = tuple[Any, ...]
 
 
-def credential_state(raw: str) -> State | None:
-    """The rows a credential's authority is resolved from, as stored; None if it matches none."""
+def credential_state(raw: str, also: ReadAhead | None = None) -> State | None:
+    """The rows a credential's authority is resolved from, as stored; None if it matches none.
+
+    `also`: a read made for the scope the credential was last resolved to, run in the same
+    statement as a personal token's (its rows are kept on it, for `read_with_credential`)."""
     if len(raw) > MAX_CREDENTIAL_LENGTH:
         return None
     if tokens.looks_like_personal_token(raw):
-        connections = _PERSONAL.rows(tokens.digest(raw))
+        if also is None:
+            connections = _PERSONAL.rows(tokens.digest(raw))
+        else:
+            connections, also.found = _PERSONAL.rows_and_one((tokens.digest(raw),), also.read)
         head: list[tuple[Any, ...]] = []
     else:
         head = _ACCESS_TOKEN.rows(oauth_token_checksum(raw))
@@ -109,6 +116,32 @@ def credential_state(raw: str) -> State | None:
         return None
     projects = [tuple(sorted(_PROJECTS.rows(row[0]))) for row in connections if not row[_ALL_PROJECTS]]
     return (*head, *sorted(connections, key=lambda row: row[0]), *projects)
+
+
+class ReadAhead:
+    """A call's first read, made for the scope its credential was last resolved to (a hint) and
+    run in the credential's statement: one statement less on the call's path.
+
+    Its rows are used only if the credential, verified by that same statement, carries that very
+    scope (the kept resolution, unchanged: the same object); otherwise they are dropped and the
+    call reads as it would anyway. Nothing is answered from the hint."""
+
+    def __init__(self, scope: AgentScope, read: Read) -> None:
+        self.scope = scope
+        self.read = read
+        self.found: list[tuple[Any, ...]] | None = None
+
+
+_read_with_credential: ContextVar[ReadAhead | None] = ContextVar("read_with_credential", default=None)
+
+
+def read_with_credential(scope: AgentScope, read: Read) -> list[tuple[Any, ...]] | None:
+    """The rows of `read` if this call's credential statement read them for `scope`; taken once."""
+    ahead = _read_with_credential.get()
+    if ahead is None or ahead.scope is not scope or ahead.read != read or ahead.found is None:
+        return None
+    _read_with_credential.set(None)
+    return ahead.found
 
 
 class KeptBearers:
@@ -167,14 +200,21 @@ def kept_scope(raw: str) -> AgentScope | None:
     return _kept.scope(raw)
 
 
-def bearer_verified(raw: str) -> tuple[BearerMatch, AgentScope] | None:
+def bearer_verified(raw: str, also: ReadAhead | None = None) -> tuple[BearerMatch, AgentScope] | None:
     """The usable credential behind `raw` and the authority it carries, checked against the
-    database now; None when it is unknown, revoked, expired or otherwise unusable."""
-    state = credential_state(raw)
+    database now; None when it is unknown, revoked, expired or otherwise unusable.
+
+    `also` (see `ReadAhead`) is read in the credential's statement, and its rows are offered to
+    the call (`read_with_credential`) only when the credential is verified with the very scope
+    the read was made for.
+    """
+    state = credential_state(raw, also)
     if state is None:
         return None
     kept = _kept.get(raw, state)
     if kept is not None:
+        if also is not None and also.found is not None and kept[1] is also.scope:
+            _read_with_credential.set(also)
         return kept
     found = connection_for_bearer(raw)
     if found is None:

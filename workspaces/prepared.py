@@ -44,6 +44,18 @@ class Beside(NamedTuple):
     params: list[Any]
 
 
+@dataclass(frozen=True)
+class Read:
+    """A prepared query with its arguments, to be run later or beside another (`rows_and_one`)."""
+
+    prepared: Prepared
+    args: tuple[Any, ...]
+    beside: Beside | None = None
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        return self.prepared.rows(*self.args, beside=self.beside)
+
+
 class _Places(list[tuple[int, int | None]]):
     """The arguments' values one list parameter holds (PostgreSQL's `= ANY(%s)`), by place."""
 
@@ -89,6 +101,34 @@ class Prepared:
         if ran is None:
             return []
         compiler, fetched = ran
+        return self._converted(compiler, fetched)
+
+    def rows_and_one(
+        self, args: Sequence[Any], also: Read
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """`rows(*args)` and `also.rows()`, in one statement: for a read of at most one row that
+        is wanted beside this query's (workspaces.bearers: a call's first read beside its
+        credential's). `also` must find at most one row; it gets none where this query finds
+        none."""
+        mine = self._statement(args, None)
+        theirs = also.prepared._statement(also.args, also.beside)
+        if mine is None or theirs is None or also.prepared._using != self._using:
+            return self.rows(*args), also.rows()
+        (compiler, sql, params), (also_compiler, also_sql, also_params) = mine, theirs
+        width = len(compiler.select)
+        # ORM-compiled SQL of both; every value is a parameter.
+        joined = (
+            f"SELECT mine.*, also.* FROM ({sql}) AS mine LEFT JOIN "  # noqa: S608
+            f"(SELECT 1 AS also_found, also_query.* FROM ({also_sql}) AS also_query) AS also ON TRUE"
+        )
+        with connections[self._using].cursor() as cursor:
+            cursor.execute(joined, [*params, *also_params])
+            fetched = cursor.fetchall()
+        rows = self._converted(compiler, [row[:width] for row in fetched])
+        found = [row[width + 1 :] for row in fetched[:1] if row[width] is not None]
+        return rows, also.prepared._converted(also_compiler, found)
+
+    def _converted(self, compiler: SQLCompiler, fetched: list[Any]) -> list[tuple[Any, ...]]:
         converters = {} if self._raw else compiler.get_converters([c for c, _, _ in compiler.select])
         if converters:
             return [tuple(row) for row in compiler.apply_converters(fetched, converters)]
@@ -96,6 +136,19 @@ class Prepared:
 
     def _run(self, args: Sequence[Any], beside: Beside | None = None) -> tuple[SQLCompiler, list[Any]] | None:
         """The compiler of the query's shape and the rows its SQL returns with `args`."""
+        statement = self._statement(args, beside)
+        if statement is None:
+            return None
+        compiler, sql, params = statement
+        with connections[self._using].cursor() as cursor:
+            cursor.execute(sql, params)
+            return compiler, cursor.fetchall()
+
+    def _statement(
+        self, args: Sequence[Any], beside: Beside | None = None
+    ) -> tuple[SQLCompiler, str, list[Any]] | None:
+        """The compiler of the query's shape, and its SQL and parameters for `args` (None where
+        the ORM knows the answer is empty)."""
         connection = connections[self._using]
         shape: Shape = tuple(len(a) if isinstance(a, list | tuple | set | frozenset) else None for a in args)
         key = (connection.vendor, shape)
@@ -116,9 +169,7 @@ class Prepared:
             # Its values go after the query's columns, which keep their places (and converters).
             sql = f"SELECT prepared.*, {beside.sql} FROM ({sql}) AS prepared"  # noqa: S608
             params = [*beside.params, *params]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return compiler, cursor.fetchall()
+        return compiler, sql, params
 
     def _check(self, queryset: QuerySet[Any, Any], compiler: SQLCompiler) -> None:
         """Refuse, at its first compilation, a queryset this kind of query cannot answer."""

@@ -33,6 +33,7 @@ from tests.readpath import (  # noqa: F401
     rpc_headers,
 )
 from workspaces.models import Connection
+from workspaces.scope import AgentScope
 from workspaces.services import connection_revoke
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,9 +45,9 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     real = direct._verified_call
 
-    def counted(token: str, hint: int, name: str, arguments: Any, validated: Any = None) -> Any:
+    def counted(token: str, kept: AgentScope, name: str, arguments: Any, validated: Any = None) -> Any:
         calls.append(name)
-        return real(token, hint, name, arguments, validated)
+        return real(token, kept, name, arguments, validated)
 
     monkeypatch.setattr(direct, "_verified_call", counted)
     return calls
@@ -298,9 +299,9 @@ def test_a_ranked_calls_query_starts_embedding_before_its_credential_is_checked(
     verifying = direct._verified_call
     prefetching = retrieval.prefetch_query_text
 
-    def verified(token: str, hint: int, name: str, arguments: Any, validated: Any = None) -> Any:
+    def verified(token: str, kept: AgentScope, name: str, arguments: Any, validated: Any = None) -> Any:
         events.append("verify")
-        return verifying(token, hint, name, arguments, validated)
+        return verifying(token, kept, name, arguments, validated)
 
     def prefetch(text: str) -> None:
         events.append(f"embed {text}")
