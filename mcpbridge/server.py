@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import mcp.server.mcpserver.server as sdk_server
 from django.conf import settings
@@ -128,6 +128,24 @@ def validated_ahead(name: str, arguments: Mapping[str, Any]) -> BaseModel | Unfo
     return _validated(TOOLS[name][0], arguments)
 
 
+class _NamedCall(NamedTuple):
+    """What a get_context or search_memory call names: its project, the text it ranks by (a
+    task or a query) and whether it ranks (a query that is an item ref does not)."""
+
+    project_id: str
+    text: str
+    ranked: bool
+
+
+def _named_call(args: BaseModel | UnforgetterError | None) -> _NamedCall | None:
+    """The project and text of a call's arguments as `validated_ahead` left them, if it names one."""
+    if isinstance(args, GetContextArgs):
+        return _NamedCall(args.project_id, args.task, True)
+    if isinstance(args, SearchMemoryArgs):
+        return _NamedCall(args.project_id, args.query, search_ranks(args.query))
+    return None
+
+
 def embed_ahead(kept: AgentScope, args: BaseModel | UnforgetterError | None) -> None:
     """Start embedding the text a get_context or search_memory call ranks by, before its
     credential is verified (memory.retrieval.embed_ahead): `kept` is the scope the credential
@@ -136,10 +154,9 @@ def embed_ahead(kept: AgentScope, args: BaseModel | UnforgetterError | None) -> 
     it would have.
     """
     try:
-        if isinstance(args, GetContextArgs):
-            retrieval.embed_ahead(kept, args.project_id, args.task)
-        elif isinstance(args, SearchMemoryArgs) and search_ranks(args.query):
-            retrieval.embed_ahead(kept, args.project_id, args.query)
+        named = _named_call(args)
+        if named is not None and named.ranked:
+            retrieval.embed_ahead(kept, named.project_id, named.text)
     except Exception:
         logger.exception("starting a query's embedding early failed; the call embeds it itself")
 
@@ -148,11 +165,10 @@ def first_read(kept: AgentScope, args: BaseModel | UnforgetterError | None) -> R
     """The first statement a get_context or search_memory call runs (its project's), made for
     `kept`, the scope its credential was last resolved to, from its arguments as `validated_ahead`
     left them: for the credential's statement to run it too (workspaces.bearers.ReadAhead)."""
-    if isinstance(args, GetContextArgs):
-        return named_project_read(kept, args.project_id, args.task, ranked=True)
-    if isinstance(args, SearchMemoryArgs):
-        return named_project_read(kept, args.project_id, args.query, ranked=search_ranks(args.query))
-    return None
+    named = _named_call(args)
+    if named is None:
+        return None
+    return named_project_read(kept, named.project_id, named.text, ranked=named.ranked)
 
 
 def _validated(model: type[ArgsT], arguments: Mapping[str, Any]) -> ArgsT | UnforgetterError:
