@@ -33,6 +33,7 @@ Candidates found no longer current are dropped from the word index for good.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -48,7 +49,7 @@ from memory import search
 from memory.embeddings import Embedder, EmbedderResting, embedder, pgvector, query_vectors
 from memory.embeddings.index import VectorIndex, indexes, newest_sql
 from memory.embeddings.pgvector import ProjectVectors
-from memory.lexical_index import Hit, LexicalIndex, Probe, compound_words, lexical_indexes, words
+from memory.lexical_index import Hit, LexicalIndex, Probe, compound_words, compounds, lexical_indexes, words
 from memory.models import Fact
 from memory.query_limits import bounded_query
 from workspaces.models import Project
@@ -68,7 +69,8 @@ RRF_K = 60
 # keywords MADial-Bench's dialogues (9 to 17 keywords, against REALTALK's 3 to 9) fell from
 # 0.157 to 0.100; at a lead of 1.2, the generated questions at 100k kept 0.885. (Measured before
 # joined identifiers were indexed whole; with them the rule still adds 0.005 to keyword and
-# question recall@1, replayed on both corpus sizes.)
+# question recall@1, replayed on both corpus sizes.) A joined identifier counts once
+# (`question_sized`): "risk-bridge-ca" names one service, not three things.
 CLEAR_LEAD = 1.1
 CLEAR_LEAD_KEYWORDS = 8
 # search_memory's question-sized queries are fused by score: this share of an item's score is its
@@ -204,7 +206,7 @@ def hybrid_rank(
     new = tuple.__new__  # Hit's own __new__ is Python: hundreds per call
     # Only the first `depth` are fused: the vector side offers twice as many (STALE_MARGIN).
     near = list(islice((new(Hit, (i, score, current[i])) for i, score in semantic if i in current), depth))
-    question = len(keywords) <= CLEAR_LEAD_KEYWORDS
+    question = question_sized(bounded, keywords)
     fusion = fuse_scores if by_scores and question else fuse
     fused = fusion(lexical[:depth], near, limit, lead=question)
     if len(fused) >= limit:
@@ -212,6 +214,22 @@ def hybrid_rank(
     seen = {hit.fact_id for hit in fused}
     rest = [Ranked(h.fact_id, 0.0, h.kind, True, False) for h in lexical[depth:] if h.fact_id not in seen]
     return [*fused, *rest][:limit]
+
+
+def question_sized(query: str, keywords: Sequence[str]) -> bool:
+    """Whether the query names what it is about in at most CLEAR_LEAD_KEYWORDS keywords (its
+    `search.keywords`), a joined identifier ("risk-bridge-ca", "out-of-date") counted once for
+    the keywords it is written with: it names one thing."""
+    named, covered = 0, set()
+    for name in set(compounds(query)):
+        pieces = {name, *_JOINER.split(name)}
+        if not pieces.isdisjoint(keywords):
+            named += 1
+            covered |= pieces
+    return sum(keyword not in covered for keyword in keywords) + named <= CLEAR_LEAD_KEYWORDS
+
+
+_JOINER = re.compile(r"[-_]")
 
 
 class _Checked:

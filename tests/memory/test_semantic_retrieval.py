@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import override_settings
 
-from memory import embeddings, retrieval
+from memory import embeddings, retrieval, search
 from memory.embeddings import query_vectors
 from memory.lexical_index import Hit, lexical_indexes
 from memory.models import Embedding, Fact, State
@@ -86,6 +86,40 @@ def test_the_item_a_question_clearly_names_comes_before_a_closer_meaning(
     results = _search(client, "How long are audit logs kept?")
     assert [r["ref"] for r in results[:2]] == [named.ref, closer.ref]
     assert results[0]["why"] == "matches words of the query and is close in meaning"
+
+
+def test_a_question_naming_a_joined_identifier_finds_its_item_first(tenant: Tenant, sdk, mode: str) -> None:
+    # bench/quality.py's generated corpus: nine keywords, three of them the service's name. Counted
+    # apart, the question was too long to name one item: fused by rank, the other services'
+    # retry facts (its words "jobs", "risk", "bridge", "ca", and close in meaning) came first.
+    platform = tenant.projects["platform"]
+    named = add_item(platform, "risk-bridge-ca caches jobs in Redis with a TTL of 30 minutes.")
+    add_item(
+        platform, "risk-bridge-ca is deployed to production every Wednesday through the Jenkins pipeline."
+    )
+    for service, times in [("risk-collector-ca", 6), ("catalog-bridge-ca", 3), ("risk-adapter-ca", 4)]:
+        add_item(
+            platform,
+            f"{service} retries failed jobs {times} times with exponential backoff starting at 250 ms.",
+        )
+    embeddings_refresh()
+    client = sdk(tenant.issue()[0], mode)
+    question = "How long can the copy of jobs kept in memory by risk-bridge-ca be out of date?"
+    assert _search(client, question)[0]["ref"] == named.ref
+
+
+def test_a_joined_identifier_counts_as_one_keyword_of_a_question() -> None:
+    def sized(query: str) -> bool:
+        return retrieval.question_sized(query, search.keywords(query))
+
+    assert sized("How long can the copy of jobs kept in memory by risk-bridge-ca be out of date?")
+    assert sized(
+        "Is the out-of-date cache of risk_bridge_ca and auth-svc stale for user-42 tokens or not yet?"
+    )
+    assert not sized("one two three four five six seven eight nine")
+    assert not sized(
+        "alpha-beta gamma-delta epsilon-zeta eta-theta iota-kappa lambda-mu nu-xi omicron-pi rho-sigma"
+    )
 
 
 def test_fusion_keeps_a_clear_word_winner_first_and_only_a_clear_one() -> None:
