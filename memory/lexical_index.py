@@ -378,6 +378,32 @@ class LexicalIndex:
                 held[excluded[0]] = False
         return [int(i) for i in np.sort(self.ids[held])[::-1][:limit]]
 
+    def named(
+        self,
+        identifiers: Sequence[str],
+        *,
+        classes: Collection[str],
+        states: Collection[str],
+        kinds: Collection[str] | None,
+        most: int,
+    ) -> set[int]:
+        """The ids of the rows the filter lets through that hold one of these (stemmed) joined
+        identifiers (`compound_words`), for each identifier that at most `most` of them hold:
+        the items a query names ("settlement-service-uk"), where it names few enough of them.
+        Counted among the caller's rows alone, as `rank`'s document frequencies are."""
+        if not identifiers or not len(self.ids):
+            return set()
+        allowed = self._view(classes, states, kinds).allowed
+        named: set[int] = set()
+        for word in dict.fromkeys(identifiers):
+            posting = self.postings.get(word)
+            if posting is None:
+                continue
+            rows = posting[0][allowed[posting[0]]]
+            if len(rows) <= most:
+                named.update(self.ids[rows].tolist())
+        return named
+
     def admitted(
         self,
         fact_ids: Sequence[int],

@@ -239,3 +239,27 @@ def test_the_index_tells_what_the_text_of_each_item_it_holds_tells(ids: list[int
     assert told[ids[0]][1] == 0  # no word holding a digit
     assert 0 != told[ids[2]][1] != told[ids[3]][1]  # their words holding a digit differ
     assert index.told_of([]) == {}
+
+
+def test_the_items_a_query_names_are_those_holding_an_identifier_few_of_the_callers_hold() -> None:
+    rows = [
+        (1, "fact", "internal", State.ACTIVE, "settlement-service-uk is owned by the ember team."),
+        (2, "fact", "internal", State.ACTIVE, "An alert pages on-call when settlement-service-uk fails."),
+        (3, "fact", "confidential", State.ACTIVE, "settlement-service-uk keys rotate monthly."),
+        (4, "fact", "internal", State.ACTIVE, "An alert pages on-call when settlement-daemon-uk fails."),
+        (5, "fact", "internal", State.ACTIVE, "settlement-service-uk times out after 3 seconds."),
+        (6, "fact", "internal", State.ACTIVE, "The ember team is on-call this week."),
+    ]
+    index = lexical_index._built(iter(rows))
+    index.mark_dead([5])
+    named = partial(index.named, states=[State.ACTIVE], kinds=None)
+    service = lexical_index.compound_words("Find who to page about settlement-service-uk")
+    # Held by the caller's current rows alone: not another class's, not a dead row.
+    assert named(service, classes=["internal"], most=2) == {1, 2}
+    assert named(service, classes=["internal", "confidential"], most=3) == {1, 2, 3}
+    # An identifier more of the caller's items hold than `most` names none of them.
+    assert named(service, classes=["internal", "confidential"], most=2) == set()
+    both = lexical_index.compound_words("settlement-service-uk and its on-call rota")
+    assert named(both, classes=["internal"], most=2) == {1, 2}  # "on-call": three rows
+    assert named(both, classes=["internal"], most=3) == {1, 2, 4, 6}
+    assert named(lexical_index.compound_words("no identifier here"), classes=["internal"], most=9) == set()

@@ -122,6 +122,47 @@ def test_a_joined_identifier_counts_as_one_keyword_of_a_question() -> None:
     )
 
 
+def test_the_bundle_holds_the_facts_of_the_service_a_task_names_first(tenant: Tenant, sdk, mode: str) -> None:
+    # bench/quality.py's generated corpus: fused by rank alone, other services' alert facts (on
+    # the lexical side for "page", and close in meaning) filled the bundle before the named
+    # service's owner fact, which neither side ranked first.
+    platform = tenant.projects["platform"]
+    owner = add_item(
+        platform, "settlement-service-uk is owned by the ember team; escalations go to ember on-call."
+    )
+    add_item(platform, "settlement-service-uk retries failed messages 9 times with exponential backoff.")
+    for prefix in ["settlement", "payout", "ledger", "refund", "wallet", "billing", "invoice", "tax"]:
+        for suffix in ["daemon", "worker", "gateway", "indexer", "monitor", "backend", "service", "api"]:
+            service = f"{prefix}-{suffix}-{'eu' if suffix == 'service' else 'uk'}"
+            add_item(
+                platform,
+                f"An alert pages on-call when the error rate of {service} exceeds 5% for five minutes.",
+            )
+            add_item(platform, f"{service} is written in Go and built with Bazel.")
+    embeddings_refresh()
+    bundle = sdk(tenant.issue()[0], mode).ok(
+        "get_context",
+        {"project_id": "platform", "task": "Find who to page about an incident in settlement-service-uk"},
+    )
+    facts = [f["ref"] for f in bundle["facts"]]
+    assert owner.ref in facts[:2], [f["text"] for f in bundle["facts"]]
+
+
+def test_fusion_puts_the_items_a_query_names_first_ranked_among_themselves() -> None:
+    def hit(fact_id: int, score: float) -> Hit:
+        return Hit(fact_id, score, "fact")
+
+    words = [hit(1, 3.0), hit(2, 2.9), hit(3, 2.0)]
+    meaning = [hit(4, 0.9), hit(2, 0.8), hit(5, 0.7)]
+    for fusion in (retrieval.fuse, retrieval.fuse_scores):
+        assert fusion(words, meaning)[0].fact_id == 2
+        named = fusion(words, meaning, named={1, 3})
+        assert [r.fact_id for r in named] == [1, 3, 2, 4, 5]
+        # Scored above every other: a bundle orders its facts by these scores.
+        assert named[1].score > named[2].score
+        assert fusion(words, meaning, named={9}) == fusion(words, meaning)
+
+
 def test_fusion_keeps_a_clear_word_winner_first_and_only_a_clear_one() -> None:
     def hit(fact_id: int, score: float) -> Hit:
         return Hit(fact_id, score, "fact")
