@@ -381,28 +381,37 @@ class LexicalIndex:
     def named(
         self,
         identifiers: Sequence[str],
+        query_words: Sequence[str],
         *,
         classes: Collection[str],
         states: Collection[str],
         kinds: Collection[str] | None,
         most: int,
     ) -> set[int]:
-        """The ids of the rows the filter lets through that hold one of these (stemmed) joined
-        identifiers (`compound_words`), for each identifier that at most `most` of them hold:
-        the items a query names ("settlement-service-uk"), where it names few enough of them.
+        """The items a query names: the ids of the rows the filter lets through that hold one of
+        its (stemmed) joined identifiers (`compound_words`, "settlement-service-uk"), for each
+        that at most `most` of them hold and none of the query's other `query_words` fewer (its
+        most telling word: "Draft the e-mail about the deploy freeze" is about the freeze).
         Counted among the caller's rows alone, as `rank`'s document frequencies are."""
         if not identifiers or not len(self.ids):
             return set()
-        allowed = self._view(classes, states, kinds).allowed
-        named: set[int] = set()
+        view = self._view(classes, states, kinds)
+        held: list[np.ndarray] = []
         for word in dict.fromkeys(identifiers):
             posting = self.postings.get(word)
-            if posting is None:
-                continue
-            rows = posting[0][allowed[posting[0]]]
-            if len(rows) <= most:
-                named.update(self.ids[rows].tolist())
-        return named
+            if posting is not None:
+                rows = posting[0][view.allowed[posting[0]]]
+                if 0 < len(rows) <= most:
+                    held.append(rows)
+        if not held:
+            return set()
+        fewest = len(self.ids)  # the fewest rows any other word of the query that they hold holds
+        for word in dict.fromkeys(query_words):
+            posting = self.postings.get(word)
+            if posting is not None and word not in identifiers:
+                df = view.term(word, *posting)[0]
+                fewest = min(fewest, df or fewest)
+        return {i for rows in held if len(rows) <= fewest for i in self.ids[rows].tolist()}
 
     def admitted(
         self,

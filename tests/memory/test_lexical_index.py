@@ -7,7 +7,7 @@ from functools import partial
 
 import pytest
 
-from memory import lexical_index
+from memory import lexical_index, search
 from memory.lexical_index import lexical_indexes, words
 from memory.models import Fact, State
 from tests.conftest import LiveServer, Tenant
@@ -241,25 +241,43 @@ def test_the_index_tells_what_the_text_of_each_item_it_holds_tells(ids: list[int
     assert index.told_of([]) == {}
 
 
-def test_the_items_a_query_names_are_those_holding_an_identifier_few_of_the_callers_hold() -> None:
+def test_the_items_a_query_names_are_those_holding_a_telling_identifier_few_of_the_callers_hold() -> None:
     rows = [
         (1, "fact", "internal", State.ACTIVE, "settlement-service-uk is owned by the ember team."),
         (2, "fact", "internal", State.ACTIVE, "An alert pages on-call when settlement-service-uk fails."),
         (3, "fact", "confidential", State.ACTIVE, "settlement-service-uk keys rotate monthly."),
         (4, "fact", "internal", State.ACTIVE, "An alert pages on-call when settlement-daemon-uk fails."),
         (5, "fact", "internal", State.ACTIVE, "settlement-service-uk times out after 3 seconds."),
-        (6, "fact", "internal", State.ACTIVE, "The ember team is on-call this week."),
+        (6, "fact", "internal", State.ACTIVE, "The ember team is on-call this week; e-mail them."),
+        (7, "fact", "internal", State.ACTIVE, "Release notes go out by e-mail."),
+        (8, "fact", "internal", State.ACTIVE, "The deploy freeze starts on Friday."),
     ]
     index = lexical_index._built(iter(rows))
     index.mark_dead([5])
-    named = partial(index.named, states=[State.ACTIVE], kinds=None)
-    service = lexical_index.compound_words("Find who to page about settlement-service-uk")
+
+    def named(query: str, classes: list[str], most: int) -> set[int]:
+        identifiers = lexical_index.compound_words(query)
+        query_words = [w for term in search.keywords(query) for w in words(term)] + identifiers
+        return index.named(
+            identifiers, query_words, classes=classes, states=[State.ACTIVE], kinds=None, most=most
+        )
+
+    about = "Tell me about settlement-service-uk"
     # Held by the caller's current rows alone: not another class's, not a dead row.
-    assert named(service, classes=["internal"], most=2) == {1, 2}
-    assert named(service, classes=["internal", "confidential"], most=3) == {1, 2, 3}
+    assert named(about, ["internal"], most=2) == {1, 2}
+    assert named(about, ["internal", "confidential"], most=3) == {1, 2, 3}
     # An identifier more of the caller's items hold than `most` names none of them.
-    assert named(service, classes=["internal", "confidential"], most=2) == set()
-    both = lexical_index.compound_words("settlement-service-uk and its on-call rota")
-    assert named(both, classes=["internal"], most=2) == {1, 2}  # "on-call": three rows
-    assert named(both, classes=["internal"], most=3) == {1, 2, 4, 6}
-    assert named(lexical_index.compound_words("no identifier here"), classes=["internal"], most=9) == set()
+    assert named(about, ["internal", "confidential"], most=2) == set()
+    # Nor where another word of the query is held by fewer of them: "page" by two rows.
+    page = "Find who to page about settlement-service-uk"
+    assert named(page, ["internal"], most=2) == {1, 2}
+    assert named(page, ["internal", "confidential"], most=3) == set()
+    assert named("the on-call rota", ["internal"], most=3) == {2, 4, 6}
+    # Each identifier on its own: "on-call" (three rows) names none past `most`, nor where
+    # "service" (two rows) tells more.
+    assert named("settlement-service-uk and its on-call rota", ["internal"], most=3) == {1, 2}
+    assert named("settlement-service-uk and its on-call rota", ["internal"], most=2) == {1, 2}
+    # Named only where no other word of the query is held by fewer of the caller's rows.
+    assert named("Resend the e-mail", ["internal"], most=9) == {6, 7}
+    assert named("Draft the e-mail about the deploy freeze", ["internal"], most=9) == set()
+    assert named("no identifier here", ["internal"], most=9) == set()
