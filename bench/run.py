@@ -428,12 +428,13 @@ class Server:
             self.process.kill()
 
 
-def serve(url: str, workers: int = 1) -> Server:
+def serve(url: str, workers: int = 1, *, root: Path = ROOT, python: str = PYTHON) -> Server:
+    """The server of the tree at `root`, run by its virtualenv's `python` (bench/ab.py serves two)."""
     port = free_port()
     public = f"http://127.0.0.1:{port}"
     process = subprocess.Popen(
         [
-            str(Path(PYTHON).parent / "uvicorn"),
+            str(Path(python).parent / "uvicorn"),
             "unforgetter.asgi:application",
             "--host",
             "127.0.0.1",
@@ -447,7 +448,7 @@ def serve(url: str, workers: int = 1) -> Server:
             "--workers",
             str(workers),
         ],
-        cwd=ROOT,
+        cwd=root,
         env=child_env(url, public),
     )
     deadline = time.monotonic() + 60
