@@ -405,7 +405,8 @@ class LexicalIndex:
                     held.append(rows)
         if not held:
             return set()
-        fewest = len(self.ids)  # the fewest rows any other word of the query that they hold holds
+        # How few rows hold the query's most telling other word (words no row holds aside).
+        fewest = len(self.ids)
         for word in dict.fromkeys(query_words):
             posting = self.postings.get(word)
             if posting is not None and word not in identifiers:

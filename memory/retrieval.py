@@ -239,13 +239,13 @@ def question_sized(query: str, keywords: Sequence[str]) -> bool:
     """Whether the query names what it is about in at most CLEAR_LEAD_KEYWORDS keywords (its
     `search.keywords`), a joined identifier ("risk-bridge-ca", "out-of-date") counted once for
     the keywords it is written with: it names one thing."""
-    named, covered = 0, set()
+    joined, covered = 0, set()
     for name in set(compounds(query)):
         pieces = {name, *_JOINER.split(name)}
         if not pieces.isdisjoint(keywords):
-            named += 1
+            joined += 1
             covered |= pieces
-    return sum(keyword not in covered for keyword in keywords) + named <= CLEAR_LEAD_KEYWORDS
+    return sum(keyword not in covered for keyword in keywords) + joined <= CLEAR_LEAD_KEYWORDS
 
 
 _JOINER = re.compile(r"[-_]")
