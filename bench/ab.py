@@ -30,11 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import run
-from corpus import generate
+from corpus import TOOL_PHRASINGS, distinct_texts, generate
 from quality import PROJECT, WORKSPACE
-
-# Each tool's argument, and the phrasing of a corpus item (bench/corpus.py) it is asked with.
-TOOLS = {"get_context": ("task", "task"), "search_memory": ("query", "question")}
 
 
 @dataclass(frozen=True)
@@ -113,15 +110,15 @@ def main() -> None:
         "--database-url", required=True, help="a database bench/quality.py seeded and embedded"
     )
     parser.add_argument("--items", type=int, default=100_000, help="the corpus size quality.py seeded")
-    parser.add_argument("--tool", choices=TOOLS, default="get_context")
+    parser.add_argument("--tool", choices=TOOL_PHRASINGS, default="get_context")
     parser.add_argument("--calls", type=int, default=800, help="measured calls to each side")
     parser.add_argument("--block", type=int, default=40, help="calls to one side in a turn")
     parser.add_argument("--warm", type=int, default=30, help="calls to each side first, not measured")
     options = parser.parse_args()
     base = worktree(options.base)
-    argument, phrasing = TOOLS[options.tool]
+    argument, phrasing = TOOL_PHRASINGS[options.tool]
     corpus = generate(options.items, questions=200)
-    texts = list(dict.fromkeys(getattr(item, phrasing) for item in reversed(corpus.items)))
+    texts = distinct_texts(corpus, phrasing)
     needed = 2 * (options.warm + options.calls)
     if len(texts) < needed:
         raise SystemExit(f"the corpus has {len(texts)} distinct texts; {needed} are needed")

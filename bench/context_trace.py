@@ -41,7 +41,7 @@ import httpx
 import quality
 import run
 from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, ASGISendEvent, Scope
-from corpus import generate
+from corpus import TOOL_PHRASINGS, distinct_texts, generate
 from quality import PROJECT, WORKSPACE
 
 if TYPE_CHECKING:
@@ -75,8 +75,6 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("memory.selectors", "excerpt", "excerpt"),
 )
 
-# Each tool's argument, and the phrasing of a corpus item (bench/corpus.py) it is asked with.
-TOOLS = {"get_context": ("task", "task"), "search_memory": ("query", "question")}
 
 # A stage's label, start and end (ms from its request's arrival) and its thread's CPU time (ms;
 # None for a mark).
@@ -204,7 +202,7 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=40, help="new tasks asked first, not measured")
     parser.add_argument(
         "--tool",
-        choices=TOOLS,
+        choices=TOOL_PHRASINGS,
         default="get_context",
         help="get_context for new English tasks, or search_memory for new questions",
     )
@@ -212,8 +210,8 @@ def main() -> None:
     quality._django(options.database_url)
     stage_targets()  # a stage renamed fails here, before the server starts
     corpus = generate(options.items, questions=200)
-    argument, phrasing = TOOLS[options.tool]
-    texts = list(dict.fromkeys(getattr(item, phrasing) for item in reversed(corpus.items)))
+    argument, phrasing = TOOL_PHRASINGS[options.tool]
+    texts = distinct_texts(corpus, phrasing)
     calls = [{"project_id": PROJECT, argument: text} for text in texts[: options.warm + options.tasks]]
     token = run.manage(
         options.database_url, "issue_token", WORKSPACE, "--actor", "bench@trace", "--zone", "claude"

@@ -301,6 +301,15 @@ def generate(size: int, *, questions: int = 200, seed: int = 20261202) -> Corpus
     return Corpus(items=items, asked=rng.sample(range(len(items)), min(questions, len(items))))
 
 
+# Each MCP tool that ranks, its argument, and the phrasing of an item it is asked with.
+TOOL_PHRASINGS = {"get_context": ("task", "task"), "search_memory": ("query", "question")}
+
+
+def distinct_texts(corpus: Corpus, phrasing: str) -> list[str]:
+    """Every item's `phrasing`, once each, the last items' first (those no question asks)."""
+    return list(dict.fromkeys(getattr(item, phrasing) for item in reversed(corpus.items)))
+
+
 def write_jsonl(corpus: Corpus, path: Path) -> None:
     with path.open("w", encoding="utf-8") as out:
         for i, item in enumerate(corpus.items):
