@@ -19,7 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
 from django.conf import settings
-from django.db import connections
+
+from workspaces.units import release_connections
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -36,25 +37,11 @@ def _pool() -> ThreadPoolExecutor:
     return _executor
 
 
-def _release_connections() -> None:
-    """End a unit of work: return pooled connections, keep healthy unpooled ones for the thread."""
-    for conn in connections.all(initialized_only=True):
-        if conn.connection is None:
-            continue
-        pooled = bool(conn.settings_dict.get("OPTIONS", {}).get("pool"))
-        unusable = conn.errors_occurred and not conn.is_usable()
-        broken = conn.in_atomic_block or not conn.get_autocommit() or unusable
-        if pooled or broken:
-            conn.close()
-        else:
-            conn.errors_occurred = False
-
-
 def _unit(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     try:
         return fn(*args, **kwargs)
     finally:
-        _release_connections()
+        release_connections()
 
 
 async def in_request_thread(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
