@@ -29,6 +29,7 @@ from tests.mcp_client import MCPClient
 # Tests turn CELERY_BROKER_URL on at run time (override_settings); a process started with a broker
 # has created the configured Celery app with its settings (unforgetter.settings), so this one does too.
 from unforgetter import celery as _celery_app  # noqa: F401
+from workspaces import write_behind
 from workspaces.caches import cache as fallback_cache
 from workspaces.limits import over_rate_clear, server_time
 from workspaces.models import Connection, DataClass, Project, Workspace
@@ -83,9 +84,12 @@ def live_server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[L
 
 
 @pytest.fixture
-def live(live_server_url: LiveServer, transactional_db: None) -> LiveServer:
+def live(live_server_url: LiveServer, transactional_db: None) -> Iterator[LiveServer]:
     """The live server, with a test database its threads can see (committed, flushed after)."""
-    return live_server_url
+    yield live_server_url
+    # Rows the server still holds (the audit records of the last bundles) land before the
+    # database is flushed, not in the next test's tables.
+    write_behind.flush_all()
 
 
 @dataclass

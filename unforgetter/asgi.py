@@ -33,6 +33,7 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 from mcpbridge.asgi import build_mcp_app  # noqa: E402
 from memory import embeddings  # noqa: E402
 from memory.worker import embedded_start, embedded_stop  # noqa: E402
+from workspaces import write_behind  # noqa: E402
 from workspaces.logs import request_id, request_id_for  # noqa: E402
 from workspaces.net import client_address  # noqa: E402
 
@@ -137,6 +138,8 @@ class Router:
                 trim_periodically()
             elif message["type"] == "lifespan.shutdown":
                 trim_periodically_stop()
+                # The audit records still queued (workspaces.write_behind) go before the process.
+                await sync_to_async(write_behind.flush_all, thread_sensitive=False)()
                 await sync_to_async(embedded_stop, thread_sensitive=False)()
                 await sync_to_async(embeddings.unshare, thread_sensitive=False)()
             return message

@@ -1,8 +1,8 @@
 """Work a call owes but its answer need not wait for: run once the answer is on its way.
 
-A new bundle is recorded for the owner's audit (a ContextRequest row) and kept in the bundle
-cache; neither changes what the agent is sent, yet both ran before it was sent: 0.6 ms of a new
-bundle's 6 on SQLite, about 1 ms on PostgreSQL. Like Starlette's background tasks, a server that
+A new bundle is kept in the bundle cache, which changes nothing the agent is sent (its audit
+record, a ContextRequest row, is queued for a write-behind thread instead: workspaces.write_behind,
+which asks `deferring()`). Like Starlette's background tasks, a server that
 answers a call itself (mcpbridge.direct) collects such work while the call runs (`collected`) and
 runs it right after writing the response (`run_collected`), in a request thread. Anywhere else
 (the SDK's path, a management command, a test calling a service) `after_answer` runs the work at
@@ -33,6 +33,11 @@ def after_answer(work: Work) -> None:
         work()
     else:
         collecting.append(work)
+
+
+def deferring() -> bool:
+    """Whether work `after_answer` is given now runs after the answer (not at once)."""
+    return _collecting.get() is not None
 
 
 @contextmanager

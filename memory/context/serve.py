@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.utils import timezone
 
@@ -66,20 +67,18 @@ def context_at(*, scope: AgentScope, at: ProjectAt, task: str, probed: Probed | 
             scope, project, task, now, version=version if publication else None, probed=probed
         )
 
-        def record_and_keep() -> None:
-            context_request_record(
-                context_id=context_id,
-                scope=scope,
-                project=project,
-                task=task,
-                publication_version=version,
-                refs=compiled["served"],
-            )
-            cache.set(cache_key, compiled, timeout=int(cadence.total_seconds()) * 10)
-
         # The audit record and the cache change nothing the agent is sent: where the server
-        # can, they are done once the answer is on its way (workspaces.after_answer).
-        after_answer(record_and_keep)
+        # can, the record is queued and written with others a moment later (write-behind), and
+        # the bundle kept once the answer is on its way (workspaces.after_answer).
+        context_request_record(
+            context_id=context_id,
+            scope=scope,
+            project=project,
+            task=task,
+            publication_version=version,
+            refs=compiled["served"],
+        )
+        after_answer(partial(cache.set, cache_key, compiled, timeout=int(cadence.total_seconds()) * 10))
         bundle = compiled
     return _serve(bundle, context_id, scope, compiled_at, cadence, now)
 

@@ -13,6 +13,7 @@ from memory.services.proposals import ledger_head, workspace_lock
 from workspaces.models import Project, Workspace
 from workspaces.prepared import Prepared, PreparedInsert
 from workspaces.scope import AgentScope
+from workspaces.write_behind import WriteBehind
 
 # Heartbeat publications (nothing changed) older than this are pruned; changed ones are kept.
 HEARTBEAT_RETENTION = timedelta(days=1)
@@ -120,8 +121,13 @@ def context_request_record(
     (`PreparedInsert.insert_unflushed`, one round trip): the flush took about 3 ms of every new
     bundle's time here, and the row records a read, not memory. Only a crash of the database
     server itself can lose the last fraction of a second of these rows (never a proposal, an
-    item or a publication, whose commits still wait); a web worker's crash loses nothing. Inside
-    a caller's transaction the row is part of it, committed as durably as the rest of its work.
+    item or a publication, whose commits still wait). Inside a caller's transaction the row is
+    part of it, committed as durably as the rest of its work.
+
+    Where the server answers first (`after_answer.deferring`: get_context on the direct path), the
+    row is queued and written with the others of the next tenth of a second in one statement, on a
+    thread of its own (workspaces.write_behind): a worker killed outright loses the rows of that
+    last tenth of a second.
     """
     record = ContextRequest(
         context_id=context_id,
@@ -136,4 +142,11 @@ def context_request_record(
     if connections[ContextRequest.objects.db].in_atomic_block:
         _context_request_insert.insert([record])
     else:
-        _context_request_insert.insert_unflushed([record])
+        _records_later.add(record)
+
+
+# Where a server answers first (a call served on its direct path), the record is queued during
+# the call and written with others a moment later (workspaces.write_behind), else at once.
+_records_later: WriteBehind[ContextRequest] = WriteBehind(
+    _context_request_insert.insert_unflushed, name="context-requests"
+)
