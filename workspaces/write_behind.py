@@ -20,7 +20,6 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -49,6 +48,7 @@ class WriteBehind(Generic[T]):
         self._writing = threading.Lock()  # held while rows taken from it are written
         self._rows: list[T] = []
         self._queued = threading.Event()
+        self._hurry = threading.Event()
         self._thread: threading.Thread | None = None
         with _all_lock:
             _all.append(self)
@@ -81,7 +81,10 @@ class WriteBehind(Generic[T]):
     def _run(self) -> None:
         while True:
             self._queued.wait()
-            time.sleep(self.delay)  # rows queued meanwhile go in the same statement
+            # Rows queued meanwhile go in the same statement; a `flush_all` meanwhile (which
+            # wrote them) cuts the wait short.
+            self._hurry.clear()
+            self._hurry.wait(self.delay)
             self._queued.clear()
             try:
                 self.flush()
@@ -95,6 +98,7 @@ def flush_all() -> None:
         queues = list(_all)
     for queue in queues:
         queue.flush()
+        queue._hurry.set()  # its thread's wait is for rows already written
 
 
 atexit.register(flush_all)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from typing import Any
@@ -75,3 +76,29 @@ def test_a_failed_write_is_logged_and_later_rows_are_still_written(caplog: pytes
         queue.add("read 2")
     queue.flush()
     assert recorder.lists == [["read 2"]]
+
+
+def test_a_server_stopping_writes_what_its_queues_hold() -> None:
+    from unforgetter.asgi import Router
+
+    recorder = Recorder()
+    queue = WriteBehind(recorder, name="test-lifespan", delay=600)
+    messages = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+    sent: list[str] = []
+
+    async def receive() -> dict[str, str]:
+        message = next(messages)
+        if message["type"] == "lifespan.shutdown":
+            with collected():  # a call answered just before the server is told to stop
+                queue.add("read 1")
+            assert recorder.lists == []
+        return message
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message["type"])
+
+    scope: Any = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}}
+    asyncio.run(Router()(scope, receive, send))  # type: ignore[arg-type]
+
+    assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert recorder.lists == [["read 1"]]
