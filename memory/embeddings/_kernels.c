@@ -216,10 +216,16 @@ nearest_rows(PyObject *self, PyObject *args)
     /* The count-th nearest row's distance, from a count of rows per distance (a distance past
      * the promised `values` is counted as the last: no write out of bounds). Where fewer than
      * `count` rows are there, every row is taken, in row order. */
-    uint32_t within[MAX_VALUES];
-    memset(within, 0, (size_t)values * sizeof(uint32_t));
+    /* Four tallies, summed after: rows at the same distance one after another do not each
+     * wait for the last one's count to be stored. */
+    uint32_t tallies[4][MAX_VALUES];
+    Py_ssize_t within[MAX_VALUES];
+    for (int t = 0; t < 4; t++)
+        memset(tallies[t], 0, (size_t)values * sizeof(uint32_t));
     for (Py_ssize_t r = 0; r < rows; r++)
-        within[d[r] < values ? d[r] : values - 1]++;
+        tallies[r & 3][d[r] < values ? d[r] : values - 1]++;
+    for (Py_ssize_t v = 0; v < values; v++)
+        within[v] = (Py_ssize_t)tallies[0][v] + tallies[1][v] + tallies[2][v] + tallies[3][v];
     Py_ssize_t farthest = 0, nearer = 0;
     while (farthest < values && nearer + within[farthest] < count)
         nearer += within[farthest++];
