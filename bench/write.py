@@ -193,9 +193,8 @@ def _standalone(port: int, workers: int) -> list[tuple[str, str, str]]:
     ).token
     server = subprocess.Popen(
         [
-            *(sys.executable, "-m", "uvicorn", "unforgetter.asgi:application", "--host", "127.0.0.1"),
-            *("--port", str(port), "--lifespan", "on", "--no-access-log", "--log-level", "warning"),
-            *("--workers", str(workers)),
+            *(sys.executable, "-m", "unforgetter.serve", "--host", "127.0.0.1", "--port", str(port)),
+            *("--workers", str(workers), "--log-level", "warning"),
         ],
         cwd=ROOT,
         env=env,
