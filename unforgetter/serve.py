@@ -4,7 +4,7 @@ each worker listening on a socket of its own.
 uvicorn's `--workers` share one listening socket, and the worker that wakes first accepts every
 connection waiting. Clients that connect at once (eight agents' MCP clients after a restart, or
 a benchmark's) all landed on one worker and stayed there, kept alive, while the other workers
-sat idle: on two cores, propose_memory took 266-282 accepted/s from eight clients on
+sat idle: on two cores, propose_memory took 244-282 accepted/s from eight clients on
 PostgreSQL with one of its two workers serving all eight connections. Here each worker binds
 its own socket to the address with SO_REUSEPORT and the kernel spreads new connections over
 the workers by a hash of their addresses (as nginx's `listen ... reuseport` does); a worker that
