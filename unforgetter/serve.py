@@ -83,8 +83,11 @@ def main(argv: list[str] | None = None) -> None:
         access_log=False,
         log_level=args.log_level,
     )
-    if args.workers <= 1 or not hasattr(socket, "SO_REUSEPORT"):
+    if args.workers <= 1:
         uvicorn.Server(config).run()
+        return
+    if not hasattr(socket, "SO_REUSEPORT"):
+        multiprocess.Multiprocess(config, sockets=[config.bind_socket()]).run()  # uvicorn's own way
         return
     # The parent holds the address (bound, never listening), so that a port already taken fails
     # here, once; each worker then binds a socket of its own beside it.

@@ -148,6 +148,32 @@ def test_connections_made_at_once_are_spread_over_the_workers_and_survive_one_ki
         server.wait(timeout=30)
 
 
+def test_without_so_reuseport_the_workers_share_one_socket_as_uvicorns_do(tmp_path: Path) -> None:
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("PUBLIC_URL", "DJANGO_SETTINGS_MODULE")}
+    env.update(DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", UNFORGETTER_TESTING="1")
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
+    )
+    without = (
+        "import socket, sys; del socket.SO_REUSEPORT; from unforgetter.serve import main; main(sys.argv[1:])"
+    )
+    command = [sys.executable, "-c", without, "--port", str(port), "--workers", str(WORKERS)]
+    server = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        wait_until(
+            lambda: len(_listening(server, port)) == WORKERS, timeout=90, what="both workers to listen"
+        )
+        first, second = _listening(server, port).values()
+        assert first == second, "one socket, shared"
+        assert _up(port)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def test_a_taken_port_is_refused_once_by_the_parent(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
