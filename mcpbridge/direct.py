@@ -55,7 +55,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcpbridge import results
 from mcpbridge.auth import authenticated_here
-from mcpbridge.server import TOOLS, answer_in_thread, embed_ahead, first_read, validated_ahead
+from mcpbridge.server import (
+    TOOLS,
+    answer_in_thread,
+    arguments_validated,
+    embed_ahead,
+    first_read,
+    validated_ahead,
+)
 from mcpbridge.threads import in_request_thread
 from memory.metrics import CALL_SECONDS
 from workspaces.after_answer import Work, collected, run_collected
@@ -285,10 +292,12 @@ def _verified_call(
     arguments: Mapping[str, Any],
     validated: BaseModel | UnforgetterError | None = None,
 ) -> tuple[dict[str, Any], list[Work]] | None:
+    if validated is None:
+        validated = arguments_validated(name, arguments)
     # The tool's first statement (the project's) goes in the credential's, made for the scope
     # the credential was last resolved to; used only if it still carries that very scope.
     read = first_read(kept, validated)
     if not authenticated_here(token, kept.connection_id, ReadAhead(kept, read) if read else None):
         return None
     with collected() as owed:
-        return answer_in_thread(name, arguments, validated), owed
+        return answer_in_thread(name, validated), owed

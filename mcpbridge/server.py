@@ -43,7 +43,7 @@ from memory.contract import Bundle, ProjectList, ProposalReceipt, SearchPage
 from memory.exceptions import ProtectedTarget
 from memory.metrics import CALL_SECONDS
 from memory.selectors import named_project_read, projects_for_agent, search_named, search_ranks
-from memory.services import proposal_submit
+from memory.services import proposal_first_read, proposal_submit
 from workspaces.exceptions import InvalidRequest, UnforgetterError
 from workspaces.limits import credential_rate_check, credential_slot_async
 from workspaces.outages import OUTAGE_ERRORS, unavailable
@@ -102,14 +102,11 @@ async def run_tool(name: str, arguments: dict[str, Any]) -> CallToolResult:
         return results.ok(payload)
 
 
-def answer_in_thread(
-    name: str, arguments: Mapping[str, Any], validated: BaseModel | UnforgetterError | None = None
-) -> dict[str, Any]:
+def answer_in_thread(name: str, args: BaseModel | UnforgetterError) -> dict[str, Any]:
     """A tool call's wire result, run in the request thread that verified the credential
-    (mcpbridge.direct): the same checks, in the same order, as `run_tool`. `validated` is what
-    `validated_ahead` made of the arguments, if it did."""
-    model, handler = TOOLS[name]
-    args = _validated(model, arguments) if validated is None else validated
+    (mcpbridge.direct): the same checks, in the same order, as `run_tool`. `args` is what
+    `arguments_validated` made of the call's arguments."""
+    handler = TOOLS[name][1]
     if isinstance(args, UnforgetterError):
         return results.error_wire(args)
     try:
@@ -125,6 +122,11 @@ def validated_ahead(name: str, arguments: Mapping[str, Any]) -> BaseModel | Unfo
     are. None for the other tools, whose arguments the request thread validates."""
     if name not in ("get_context", "search_memory"):
         return None
+    return arguments_validated(name, arguments)
+
+
+def arguments_validated(name: str, arguments: Mapping[str, Any]) -> BaseModel | UnforgetterError:
+    """A call's arguments checked against its tool's model: the model, or the error it answers."""
     return _validated(TOOLS[name][0], arguments)
 
 
@@ -162,9 +164,12 @@ def embed_ahead(kept: AgentScope, args: BaseModel | UnforgetterError | None) -> 
 
 
 def first_read(kept: AgentScope, args: BaseModel | UnforgetterError | None) -> Read | None:
-    """The first statement a get_context or search_memory call runs (its project's), made for
-    `kept`, the scope its credential was last resolved to, from its arguments as `validated_ahead`
-    left them: for the credential's statement to run it too (workspaces.bearers.ReadAhead)."""
+    """The first statement a get_context, search_memory or propose_memory call runs (its
+    project's), made for `kept`, the scope its credential was last resolved to, from its
+    arguments as `validated_ahead` left them: for the credential's statement to run it too
+    (workspaces.bearers.ReadAhead)."""
+    if isinstance(args, ProposeMemoryArgs):
+        return proposal_first_read(kept, args.project_id, args.request_id)
     named = _named_call(args)
     if named is None:
         return None

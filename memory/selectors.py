@@ -262,6 +262,7 @@ def latest_publication(workspace_id: int) -> PublicationState | None:
 
 
 _PROJECT_COLUMNS = tuple(field.attname for field in Project._meta.concrete_fields)
+_PROJECT_WIDTH = len(_PROJECT_COLUMNS)
 
 
 def _project_and_publication_query(workspace_id: int, slug: str) -> QuerySet[Project, tuple[Any, ...]]:
@@ -298,19 +299,37 @@ def project_for_context_beside(
 ) -> tuple[ProjectAt, tuple[Any, ...]]:
     """`project_for_context`, and the values of `beside` run in the same statement (or in the
     credential's, if this call's credential statement read it: workspaces.bearers.ReadAhead)."""
+    row = _project_row(scope, project_id, beside)
+    project = project_in_scope(scope, project_id, _project_of(row))  # raises without a row
+    version, content_version, compiled_at, cadence = row[_PROJECT_WIDTH : _PROJECT_WIDTH + 4]
+    also = tuple(row[_PROJECT_WIDTH + 4 :])
+    if version is None:
+        return ProjectAt(project, None), also
+    return ProjectAt(project, PublicationState(version, content_version, compiled_at, cadence)), also
+
+
+def project_found_beside(
+    scope: AgentScope, project_id: str, beside: Beside
+) -> tuple[Project, tuple[Any, ...]] | None:
+    """The project the credential's workspace holds under `project_id`, unchecked, and the values
+    of `beside` read in its statement (`project_read`'s, or the credential's: ReadAhead); None
+    where the workspace has no such project (and nothing beside it was read). The caller checks
+    the project (workspaces.selectors.project_in_scope) before it uses it."""
+    row = _project_row(scope, project_id, beside)
+    found = _project_of(row)
+    return None if found is None else (found, tuple(row[_PROJECT_WIDTH + 4 :]))
+
+
+def _project_row(scope: AgentScope, project_id: str, beside: Beside | None) -> tuple[Any, ...]:
     read = project_read(scope, project_id, beside)
     rows = read_with_credential(scope, read)
     if rows is None:
         rows = read.rows()
-    row = rows[0] if rows else ()
-    columns = len(_PROJECT_COLUMNS)
-    found = Project.from_db(Project.objects.db, _PROJECT_COLUMNS, row[:columns]) if row else None
-    project = project_in_scope(scope, project_id, found)  # raises without a row
-    version, content_version, compiled_at, cadence = row[columns : columns + 4]
-    also = tuple(row[columns + 4 :])
-    if version is None:
-        return ProjectAt(project, None), also
-    return ProjectAt(project, PublicationState(version, content_version, compiled_at, cadence)), also
+    return rows[0] if rows else ()
+
+
+def _project_of(row: tuple[Any, ...]) -> Project | None:
+    return Project.from_db(Project.objects.db, _PROJECT_COLUMNS, row[:_PROJECT_WIDTH]) if row else None
 
 
 def project_read(scope: AgentScope, project_id: str, beside: Beside | None) -> Read:

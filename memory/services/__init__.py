@@ -25,6 +25,7 @@ from memory.services.owner_edits import fact_owner_create, fact_owner_edit
 from memory.services.proposals import (
     ProposedChange,
     Submitted,
+    proposal_first_read,
     proposal_submit,
     proposals_submit,
     submitted_status,
@@ -54,6 +55,7 @@ __all__ = [
     "project_touch",
     "proposal_approve",
     "proposal_consolidate",
+    "proposal_first_read",
     "proposal_reject",
     "proposal_submit",
     "proposals_decide",

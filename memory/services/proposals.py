@@ -40,6 +40,7 @@ from memory.rules import (
     REQUEST_ID_HELP,
     REQUEST_ID_RE,
 )
+from memory.selectors import project_found_beside, project_read
 from memory.services.group_commit import GroupCommit
 from memory.services.taint_prints import copies_taint
 from memory.validation import (
@@ -51,9 +52,9 @@ from memory.validation import (
 )
 from workspaces.exceptions import ForbiddenScope, InvalidRequest, RateLimited
 from workspaces.models import Project, Workspace
-from workspaces.prepared import Prepared, PreparedInsert
+from workspaces.prepared import Beside, Prepared, PreparedInsert, Read
 from workspaces.scope import AgentScope
-from workspaces.selectors import project_for_agent
+from workspaces.selectors import project_for_agent, project_in_scope
 from workspaces.throttle import window_hit
 
 logger = logging.getLogger(__name__)
@@ -244,6 +245,8 @@ class _Reads:
     def __init__(self, scope: AgentScope, project_id: str) -> None:
         self.scope = scope
         self.project_id = project_id
+        self._found: Project | None = None  # the project's row, read and not yet checked
+        self._project_read = False
         self._project: Project | None = None
         self._replays: dict[str, int | None] = {}  # request id -> the stored proposal's pk, or None
         self._items: dict[str, Fact | None] = {}  # ref -> the item of this workspace, or None
@@ -251,7 +254,10 @@ class _Reads:
 
     def project(self) -> Project:
         if self._project is None:
-            self._project = project_for_agent(self.scope, self.project_id)
+            if self._project_read:
+                self._project = project_in_scope(self.scope, self.project_id, self._found)
+            else:
+                self._project = project_for_agent(self.scope, self.project_id)
         return self._project
 
     def expect(self, *, request_ids: Iterable[str], refs: Iterable[str]) -> None:
@@ -259,8 +265,18 @@ class _Reads:
         self._expected_refs.update(refs)
 
     def existing(self, request_id: str) -> Proposal | None:
-        """The proposal already stored under this request id (the actor's), if any."""
-        if request_id not in self._replays:
+        """The proposal already stored under this request id (the actor's), if any.
+
+        A submission's first probe is read with its project, in one statement (`proposal_first_read`):
+        the project's row is kept, and checked only when the change needs it, so the errors
+        come in the order they did.
+        """
+        if request_id not in self._replays and not self._project_read:
+            found = project_found_beside(self.scope, self.project_id, _stored_request(self.scope, request_id))
+            self._project_read = True
+            if found is not None:
+                self._found, (self._replays[request_id],) = found
+        if request_id not in self._replays:  # no such project: nothing was read beside it
             self._probe([request_id])
         pk = self._replays[request_id]
         return None if pk is None else Proposal.objects.select_related("project").get(pk=pk)
@@ -374,6 +390,22 @@ def _prepare(reads: _Reads, change: ProposedChange) -> Submitted:
         created_at=timezone.now(),
     )
     return Submitted(proposal=proposal)
+
+
+def _stored_request(scope: AgentScope, request_id: str) -> Beside:
+    """The id of the proposal the actor stored under `request_id` (or NULL), as one value read
+    beside the project's statement (the unique request key: at most one row)."""
+    return Beside(
+        '(SELECT "id" FROM "memory_proposal"'
+        ' WHERE "workspace_id" = %s AND "actor" = %s AND "request_id" = %s)',
+        [scope.workspace_id, scope.actor, request_id],
+    )
+
+
+def proposal_first_read(scope: AgentScope, project_id: str, request_id: str) -> Read:
+    """The statement a proposal's submission runs first (its project, and its request id's stored
+    proposal beside it), for the credential's statement to run it too (workspaces.bearers.ReadAhead)."""
+    return project_read(scope, project_id, _stored_request(scope, request_id))
 
 
 # The reads every proposal makes, compiled once per process (workspaces.prepared); the lock and

@@ -1,21 +1,29 @@
-"""The read paths' query counts, pinned: a change that adds a query per item or per call shows here.
+"""The read paths' and the write path's query counts, pinned: a change that adds a query per item
+or per call shows here.
 
 The handlers are called exactly as the tools call them, with the AgentScope the token verifier
-resolves, so the counts are those of a real request after auth.
+resolves, so the counts are those of a real request after auth; propose_memory's are counted with
+its credential's statement, as the direct path (mcpbridge.direct) runs the two.
 """
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
+import pytest
+from django.db import connection
+
+from mcpbridge import direct
 from mcpbridge.schemas import GetContextArgs, ListProjectsArgs, SearchMemoryArgs
 from mcpbridge.server import _get_context, _list_projects, _search_memory
 from memory.cursors import cursor_make
 from memory.embeddings import embedder
 from memory.exceptions import InvalidCursor
+from memory.services import proposal_submit
 from memory.services.embeddings import embeddings_refresh
 from tests.conftest import Tenant
 from tests.readpath import _fresh_bundle_cache, add_item  # noqa: F401
+from workspaces.bearers import kept_scope
 from workspaces.scope import AgentScope
 from workspaces.selectors import connection_for_bearer
 
@@ -164,6 +172,68 @@ def test_search_memory_refuses_a_bad_cursor_before_searching(
         _search_memory(verified, SearchMemoryArgs(project_id="platform", query="deploy", cursor=other))
 
 
+def _proposal(request_id: str, text: str) -> dict[str, Any]:
+    return {
+        "project_id": "platform",
+        "request_id": request_id,
+        "change": {"op": "add_fact", "text": text},
+        "evidence": [{"ref": "runbooks/deploy.md", "trust": "trusted"}],
+    }
+
+
+def test_propose_memory_statements_with_its_credential(memory: Tenant, django_assert_num_queries) -> None:
+    token, _ = memory.issue()
+    scope = _as_verified(token)
+    # Calls before: the credential's use is stamped (once a minute), which changes what it was
+    # resolved from, and the next resolves it again and keeps that.
+    for _ in range(2):
+        assert direct._verified_call(token, scope, "list_projects", {}) is not None
+    kept = kept_scope(token)
+    assert kept is not None
+    proposal = _proposal("count-0001", "Deploys to the EU region wait for the data-residency check.")
+    # The credential's statement, with the project and the request id's stored proposal read in
+    # it; the taint prints the text shares; then the insert's transaction (here a savepoint and
+    # its release: the test runs in a transaction) with the workspace's lock (PostgreSQL: on
+    # SQLite the write transaction is the lock), the ledger's head and the insert.
+    with django_assert_num_queries(PROPOSE + TRANSACTION + _lock()):
+        answer = direct._verified_call(token, kept, "propose_memory", proposal)
+    assert answer is not None
+    receipt = answer[0]["structuredContent"]
+    assert receipt["status"] == "queued"
+    # A replay: the credential's statement finds the stored proposal; then its row.
+    with django_assert_num_queries(2):
+        again = direct._verified_call(token, kept, "propose_memory", proposal)
+    assert again is not None
+    assert again[0]["structuredContent"]["proposal_id"] == receipt["proposal_id"]
+    assert again[0]["structuredContent"]["duplicate_request"] is True
+
+
+def test_a_proposal_reads_its_project_and_its_request_id_in_one_statement(
+    memory: Tenant, django_assert_num_queries
+) -> None:
+    token, _ = memory.issue()
+    scope = _as_verified(token)
+    # Where the credential's statement did not read them (the SDK's path, a first call): the
+    # project with the request id's stored proposal beside it, then as above.
+    with django_assert_num_queries(PROPOSE + TRANSACTION + _lock()):
+        submitted = proposal_submit(
+            scope=scope,
+            project_id="platform",
+            request_id="count-0002",
+            op="add_fact",
+            text="The staging database is refreshed from production every Monday.",
+            evidence=[{"ref": "runbooks/staging.md", "trust": "trusted"}],
+        )
+    assert not submitted.duplicate
+    assert submitted.proposal.project == memory.projects["platform"]
+
+
+def _lock() -> int:
+    return 1 if connection.features.has_select_for_update else 0
+
+
 COMPILED = 6
 CACHED = 1
 SEARCH = 5
+PROPOSE = 4
+TRANSACTION = 2  # the savepoint a test's transaction gives the insert, and its release
