@@ -65,6 +65,7 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("memory.retrieval", "fuse", "fusion"),
     ("memory.embeddings.index", "VectorIndex.vectors_of", "vectors of the rows"),
     ("memory.context.compile", "_fill", "sections filled"),
+    ("memory.context.duplicates", "_alike", "near-duplicate pairs"),
     ("mcpbridge.results", "modern_response", "response encoded"),
     # search_memory's own (`--tool search_memory`)
     ("memory.selectors", "project_for_context_beside", "project statement"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -169,7 +169,7 @@ class _Ranked:
     # The project's word index, which knows what each item's text tells (near-duplicates).
     index: LexicalIndex
     # The stored vectors of the ranked items, to tell near-duplicates apart (empty without any).
-    vectors: dict[int, np.ndarray] = field(default_factory=dict)
+    vectors: Mapping[int, np.ndarray] = field(default_factory=dict)
 
 
 def _strong(hits: list[Hit]) -> list[Hit]:

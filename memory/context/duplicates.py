@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from memory.embeddings.stored import StoredVectors
 from memory.lexical_index import split_words, telling
 
 DUPLICATE_COSINE = 0.95
@@ -36,7 +37,7 @@ class NearDuplicates:
     """
 
     def __init__(
-        self, vectors: dict[int, np.ndarray], told: Mapping[int, tuple[int, int]] | None = None
+        self, vectors: Mapping[int, np.ndarray], told: Mapping[int, tuple[int, int]] | None = None
     ) -> None:
         self._vectors = vectors
         self._told = told or {}
@@ -67,15 +68,16 @@ class NearDuplicates:
         return self._alike
 
 
-def _alike(vectors: dict[int, np.ndarray]) -> dict[int, set[int]]:
-    ids = list(vectors)
-    matrix = np.stack([vectors[i] for i in ids])
-    rough = np.triu(matrix @ matrix.T >= DUPLICATE_COSINE - _SURE_MARGIN, 1)
+def _alike(vectors: Mapping[int, np.ndarray]) -> dict[int, set[int]]:
+    stored = StoredVectors.of(vectors)
+    ids, matrix = stored.ids, stored.matrix
+    rows, columns = np.nonzero(matrix @ matrix.T >= DUPLICATE_COSINE - _SURE_MARGIN)
+    above = rows < columns  # each pair once, as the upper triangle holds it
     alike: dict[int, set[int]] = {}
-    for row, column in zip(*(side.tolist() for side in np.nonzero(rough)), strict=True):
+    for row, column in zip(rows[above].tolist(), columns[above].tolist(), strict=True):
         first, second = ids[row], ids[column]
         # The one-by-one product: the same value whichever of the two comes first.
-        if float(vectors[first] @ vectors[second]) >= DUPLICATE_COSINE:
+        if float(matrix[row] @ matrix[column]) >= DUPLICATE_COSINE:
             alike.setdefault(first, set()).add(second)
             alike.setdefault(second, set()).add(first)
     return alike

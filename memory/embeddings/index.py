@@ -28,6 +28,7 @@ import numpy as np
 from django.db import connections
 
 from memory.codes import CLASSES, KINDS, code, lookup
+from memory.embeddings.stored import StoredVectors
 from memory.heap import release_freed_memory
 from memory.models import Embedding
 
@@ -129,8 +130,8 @@ class VectorIndex:
             self._filters[key] = found
         return found
 
-    def vectors_of(self, fact_ids: Collection[int]) -> dict[int, np.ndarray]:
-        """The stored vectors of these facts (those that have one), as float32."""
+    def vectors_of(self, fact_ids: Collection[int]) -> StoredVectors:
+        """The stored vectors of these facts (those that have one), as float32, in row order."""
         if self._by_id is None:
             # Rows in fact id order, worked out on first use (a fact has one vector per model).
             order = np.argsort(self.ids, kind="stable")
@@ -140,7 +141,7 @@ class VectorIndex:
         at = np.minimum(np.searchsorted(sorted_ids, asked), max(len(sorted_ids) - 1, 0))
         wanted = np.sort(order[at[sorted_ids[at] == asked]]) if len(sorted_ids) else np.zeros(0, np.int64)
         vectors = self.codes[wanted].astype(np.float32) * self.scales[wanted, None]
-        return {int(self.ids[i]): v for i, v in zip(wanted, vectors, strict=True)}
+        return StoredVectors(self.ids[wanted].tolist(), vectors)
 
 
 class _Filter:

@@ -41,6 +41,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
+from memory.embeddings.stored import StoredVectors
 from memory.models import Embedding, Fact
 from memory.query_limits import bounded_rows
 
@@ -363,9 +364,9 @@ class ProjectVectors:
             _with_vectors.add((self.project_id, self.model))
         return found
 
-    def vectors_of(self, fact_ids: Collection[int]) -> dict[int, np.ndarray]:
+    def vectors_of(self, fact_ids: Collection[int]) -> StoredVectors:
         """The vectors of these facts among the neighbours the last search found."""
-        return {i: self._found[i] for i in fact_ids if i in self._found}
+        return StoredVectors.of({i: self._found[i] for i in fact_ids if i in self._found})
 
 
 # Projects whose search found vectors in this process: their queries are worth embedding early

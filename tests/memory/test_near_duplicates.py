@@ -6,6 +6,7 @@ import numpy as np
 
 from memory import lexical_index
 from memory.context.duplicates import DUPLICATE_COSINE, NearDuplicates
+from memory.embeddings.stored import StoredVectors
 from memory.lexical_index import split_words
 from memory.models import State
 from memory.stopwords import STOP_WORDS
@@ -65,6 +66,11 @@ def test_vectors_at_the_threshold_are_decided_as_one_comparison_each_decides_the
     # The vectors come in any order (the index's, not the bundle's): the same decisions.
     backwards = NearDuplicates(dict(reversed(vectors.items())))
     assert [backwards.repeats(fact_id, text) for fact_id, text in offered] == decided
+    # As a vector index reads them, one matrix (VectorIndex.vectors_of): the same decisions.
+    stored = StoredVectors.of(dict(reversed(vectors.items())))
+    assert all(np.array_equal(stored[fact_id], vector) for fact_id, vector in vectors.items())
+    matrix = NearDuplicates(stored)
+    assert [matrix.repeats(fact_id, text) for fact_id, text in offered] == decided
     # What the texts tell, as the word index worked it out with their words: the same decisions.
     rows = ((fact_id, "fact", "internal", State.ACTIVE, text) for fact_id, text in offered)
     index = lexical_index._built(rows)

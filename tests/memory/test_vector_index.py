@@ -24,6 +24,7 @@ from memory.embeddings.index import (
     indexes,
     sign_bits,
 )
+from memory.embeddings.stored import StoredVectors
 from memory.models import Kind
 from memory.services.embeddings import embeddings_refresh
 from tests.conftest import Tenant
@@ -73,6 +74,11 @@ def test_vectors_are_read_back_by_fact_id_and_unknown_ids_are_left_out() -> None
         assert np.array_equal(found[int(index.ids[row])], expected)
     assert index.vectors_of([]) == {}
     assert _empty(0).vectors_of([1, 2]) == {}
+    # One matrix, a row per fact found, in the index's row order.
+    assert found.ids == [int(index.ids[row]) for row in (0, 5, 299)]
+    assert found.matrix.shape == (3, index.codes.shape[1])
+    with pytest.raises(ValueError, match="one row per fact id"):
+        StoredVectors([1, 2], found.matrix)
 
 
 @pytest.mark.parametrize("sampled", ["like the rest", "nearer than the rest"])
