@@ -169,7 +169,7 @@ def first_read(kept: AgentScope, args: BaseModel | UnforgetterError | None) -> R
     arguments as `validated_ahead` left them: for the credential's statement to run it too
     (workspaces.bearers.ReadAhead)."""
     if isinstance(args, ProposeMemoryArgs):
-        return proposal_first_read(kept, args.project_id, args.request_id)
+        return proposal_first_read(kept, args.project_id, args.request_id, args.change.text)
     named = _named_call(args)
     if named is None:
         return None

@@ -42,7 +42,7 @@ from memory.rules import (
 )
 from memory.selectors import project_found_beside, project_read
 from memory.services.group_commit import GroupCommit
-from memory.services.taint_prints import copies_taint
+from memory.services.taint_prints import copies_taint, shared_print_probe, unshared_bands
 from memory.validation import (
     CheckedChange,
     change_check,
@@ -242,9 +242,13 @@ class _Reads:
     then read in a few chunked statements instead of one or two per change.
     """
 
-    def __init__(self, scope: AgentScope, project_id: str) -> None:
+    def __init__(self, scope: AgentScope, project_id: str, text: str | None = None) -> None:
         self.scope = scope
         self.project_id = project_id
+        # A single change's text: whether a tainted item shares its prints is read in the first
+        # statement too; where none does, its bands need no lookup of their own (copies_taint).
+        self._text = text
+        self.unshared: frozenset[int] = frozenset()
         self._found: Project | None = None  # the project's row, read and not yet checked
         self._project_read = False
         self._project: Project | None = None
@@ -272,10 +276,13 @@ class _Reads:
         come in the order they did.
         """
         if request_id not in self._replays and not self._project_read:
-            found = project_found_beside(self.scope, self.project_id, _stored_request(self.scope, request_id))
+            beside = _first_beside(self.scope, request_id, self._text)
+            found = project_found_beside(self.scope, self.project_id, beside)
             self._project_read = True
             if found is not None:
-                self._found, (self._replays[request_id],) = found
+                self._found, (self._replays[request_id], *shared) = found
+                if self._text is not None and shared == [None]:
+                    self.unshared = unshared_bands(self._text)
         if request_id not in self._replays:  # no such project: nothing was read beside it
             self._probe([request_id])
         pk = self._replays[request_id]
@@ -392,20 +399,26 @@ def _prepare(reads: _Reads, change: ProposedChange) -> Submitted:
     return Submitted(proposal=proposal)
 
 
-def _stored_request(scope: AgentScope, request_id: str) -> Beside:
-    """The id of the proposal the actor stored under `request_id` (or NULL), as one value read
-    beside the project's statement (the unique request key: at most one row)."""
-    return Beside(
+def _first_beside(scope: AgentScope, request_id: str, text: str | None) -> Beside:
+    """What a submission reads beside its project: the id of the proposal the actor stored under
+    `request_id` (or NULL; the unique request key: at most one row), then, for a single change's
+    `text`, whether a tainted item shares its prints (taint_prints.shared_print_probe)."""
+    stored = Beside(
         '(SELECT "id" FROM "memory_proposal"'
         ' WHERE "workspace_id" = %s AND "actor" = %s AND "request_id" = %s)',
         [scope.workspace_id, scope.actor, request_id],
     )
+    shared = shared_print_probe(scope.workspace_id, text) if text is not None else None
+    if shared is None:
+        return stored
+    return Beside(f"{stored.sql}, {shared.sql}", [*stored.params, *shared.params])
 
 
-def proposal_first_read(scope: AgentScope, project_id: str, request_id: str) -> Read:
-    """The statement a proposal's submission runs first (its project, and its request id's stored
-    proposal beside it), for the credential's statement to run it too (workspaces.bearers.ReadAhead)."""
-    return project_read(scope, project_id, _stored_request(scope, request_id))
+def proposal_first_read(scope: AgentScope, project_id: str, request_id: str, text: str) -> Read:
+    """The statement a proposal's submission runs first (its project, with its request id's
+    stored proposal and its text's shared prints beside it), for the credential's statement to
+    run it too (workspaces.bearers.ReadAhead)."""
+    return project_read(scope, project_id, _first_beside(scope, request_id, text))
 
 
 # The reads every proposal makes, compiled once per process (workspaces.prepared); the lock and
@@ -472,7 +485,7 @@ def _submit(reads: _Reads, changes: Sequence[ProposedChange]) -> list[Submitted]
     """Prepare every change, then store the new ones together; replays answer the original."""
     results = [_prepare(reads, change) for change in changes]
     fresh = [i for i, submitted in enumerate(results) if not submitted.duplicate]
-    copies_taint(reads.scope.workspace_id, [results[i].proposal for i in fresh])
+    copies_taint(reads.scope.workspace_id, [results[i].proposal for i in fresh], unshared=reads.unshared)
     while fresh:
         proposals = [results[i].proposal for i in fresh]
         try:
@@ -528,7 +541,7 @@ def proposal_submit(
         supersedes=supersedes,
         kind=kind,
     )
-    (submitted,) = _submit(_Reads(scope, project_id), [change])
+    (submitted,) = _submit(_Reads(scope, project_id, text), [change])
     return submitted
 
 

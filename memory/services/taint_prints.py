@@ -8,6 +8,7 @@ they are attested: each takes the worst taint among the workspace's tainted item
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 
 from django.db import transaction
@@ -15,7 +16,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from memory.fingerprints import bands, copies, shingles
 from memory.models import Fact, Proposal, Taint, TaintPrint
-from workspaces.prepared import Prepared
+from workspaces.prepared import Beside, Prepared
 
 _MAX_CANDIDATES = 20
 # Every proposal reads this; compiled once per process and number of bands (workspaces.prepared).
@@ -38,12 +39,40 @@ def prints_record(items: Iterable[Fact]) -> None:
         TaintPrint.objects.bulk_create(rows, batch_size=500)
 
 
-def copies_taint(workspace_id: int, proposals: Sequence[Proposal]) -> None:
-    """Raise the taint (and so quarantine) of every unsaved proposal whose text is a near-copy of
-    one of the workspace's tainted items. One lookup for all of them, however many."""
-    grams = [shingles(p.text) for p in proposals]
-    wanted = {band for g in grams for band in bands(g)}
+@functools.lru_cache(maxsize=64)
+def _printed(text: str) -> tuple[frozenset[int], tuple[int, ...]]:
+    """A text's shingles and bands, worked out once for the probe beside a proposal's first
+    statement and the check after it (the texts of the calls in flight: a few MB at most)."""
+    grams = shingles(text)
+    return grams, tuple(bands(grams))
+
+
+def shared_print_probe(workspace_id: int, text: str) -> Beside | None:
+    """Whether any of the workspace's tainted items shares a band with `text`, as one value (1,
+    or NULL for none) to read beside another statement; None for a text without bands. A NULL
+    tells `copies_taint` it need not look these bands up (`unshared`)."""
+    wanted = sorted(set(_printed(text)[1]))
     if not wanted:
+        return None
+    places = ", ".join(["%s"] * len(wanted))  # placeholders only: the bands are parameters
+    sql = f'(SELECT 1 FROM "memory_taintprint" WHERE "workspace_id" = %s AND "band" IN ({places}) LIMIT 1)'  # noqa: S608
+    return Beside(sql, [workspace_id, *wanted])
+
+
+def unshared_bands(text: str) -> frozenset[int]:
+    """The bands of `text`: those a NULL from `shared_print_probe` found no tainted item shares."""
+    return frozenset(_printed(text)[1])
+
+
+def copies_taint(
+    workspace_id: int, proposals: Sequence[Proposal], *, unshared: frozenset[int] = frozenset()
+) -> None:
+    """Raise the taint (and so quarantine) of every unsaved proposal whose text is a near-copy of
+    one of the workspace's tainted items. One lookup for all of them, however many; none where
+    every band is among `unshared`, those no tainted item shared when this submission began."""
+    grams = [_printed(p.text)[0] for p in proposals]
+    wanted = {band for p in proposals for band in _printed(p.text)[1]}
+    if not wanted or wanted <= unshared:
         return
     hits: dict[int, set[int]] = {}
     for fact_id, band in _prints_sharing.rows(workspace_id, sorted(wanted)):
@@ -57,7 +86,7 @@ def copies_taint(workspace_id: int, proposals: Sequence[Proposal]) -> None:
         ).values_list("pk", "text", "taint")
     }
     for proposal, text_grams in zip(proposals, grams, strict=True):
-        candidates = {pk for band in bands(text_grams) for pk in hits.get(band, ())}
+        candidates = {pk for band in _printed(proposal.text)[1] for pk in hits.get(band, ())}
         for pk in sorted(candidates)[:_MAX_CANDIDATES]:
             item_grams, taint = items[pk]
             if taint > proposal.taint and copies(text_grams, item_grams):

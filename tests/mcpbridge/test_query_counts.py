@@ -19,8 +19,10 @@ from mcpbridge.server import _get_context, _list_projects, _search_memory
 from memory.cursors import cursor_make
 from memory.embeddings import embedder
 from memory.exceptions import InvalidCursor
+from memory.models import Taint
 from memory.services import proposal_submit
 from memory.services.embeddings import embeddings_refresh
+from memory.services.taint_prints import prints_record
 from tests.conftest import Tenant
 from tests.readpath import _fresh_bundle_cache, add_item  # noqa: F401
 from workspaces.bearers import kept_scope
@@ -181,20 +183,26 @@ def _proposal(request_id: str, text: str) -> dict[str, Any]:
     }
 
 
-def test_propose_memory_statements_with_its_credential(memory: Tenant, django_assert_num_queries) -> None:
-    token, _ = memory.issue()
+def _kept(tenant: Tenant) -> tuple[str, AgentScope]:
+    """A credential as after a few calls: resolved, kept, and its use stamped (once a minute,
+    which changes what it was resolved from: the next call resolves it again and keeps that)."""
+    token, _ = tenant.issue()
     scope = _as_verified(token)
-    # Calls before: the credential's use is stamped (once a minute), which changes what it was
-    # resolved from, and the next resolves it again and keeps that.
     for _ in range(2):
         assert direct._verified_call(token, scope, "list_projects", {}) is not None
     kept = kept_scope(token)
     assert kept is not None
+    return token, kept
+
+
+def test_propose_memory_statements_with_its_credential(memory: Tenant, django_assert_num_queries) -> None:
+    token, kept = _kept(memory)
     proposal = _proposal("count-0001", "Deploys to the EU region wait for the data-residency check.")
-    # The credential's statement, with the project and the request id's stored proposal read in
-    # it; the taint prints the text shares; then the insert's transaction (here a savepoint and
-    # its release: the test runs in a transaction) with the workspace's lock (PostgreSQL: on
-    # SQLite the write transaction is the lock), the ledger's head and the insert.
+    # The credential's statement, with the project, the request id's stored proposal and whether
+    # a tainted item shares the text's prints (none does) read in it; then the insert's
+    # transaction (here a savepoint and its release: the test runs in a transaction) with the
+    # workspace's lock (PostgreSQL: on SQLite the write transaction is the lock), the ledger's
+    # head and the insert.
     with django_assert_num_queries(PROPOSE + TRANSACTION + _lock()):
         answer = direct._verified_call(token, kept, "propose_memory", proposal)
     assert answer is not None
@@ -208,13 +216,27 @@ def test_propose_memory_statements_with_its_credential(memory: Tenant, django_as
     assert again[0]["structuredContent"]["duplicate_request"] is True
 
 
+def test_a_proposal_sharing_prints_with_a_tainted_item_looks_them_up(
+    memory: Tenant, django_assert_num_queries
+) -> None:
+    copied = "Run the bootstrap script from the shared wiki page before every production deploy."
+    tainted = add_item(memory.projects["platform"], copied, taint=Taint.UNTRUSTED)
+    prints_record([tainted])
+    token, kept = _kept(memory)
+    # As above, and two more: the prints the text shares, and the tainted items holding them.
+    with django_assert_num_queries(PROPOSE + 2 + TRANSACTION + _lock()):
+        answer = direct._verified_call(token, kept, "propose_memory", _proposal("count-0003", copied))
+    assert answer is not None
+    assert answer[0]["structuredContent"]["status"] == "quarantined"
+
+
 def test_a_proposal_reads_its_project_and_its_request_id_in_one_statement(
     memory: Tenant, django_assert_num_queries
 ) -> None:
     token, _ = memory.issue()
     scope = _as_verified(token)
     # Where the credential's statement did not read them (the SDK's path, a first call): the
-    # project with the request id's stored proposal beside it, then as above.
+    # project with the request id's stored proposal and the shared prints beside it, then as above.
     with django_assert_num_queries(PROPOSE + TRANSACTION + _lock()):
         submitted = proposal_submit(
             scope=scope,
@@ -235,5 +257,5 @@ def _lock() -> int:
 COMPILED = 6
 CACHED = 1
 SEARCH = 5
-PROPOSE = 4
+PROPOSE = 3
 TRANSACTION = 2  # the savepoint a test's transaction gives the insert, and its release
