@@ -70,8 +70,8 @@ def copies_taint(
     """Raise the taint (and so quarantine) of every unsaved proposal whose text is a near-copy of
     one of the workspace's tainted items. One lookup for all of them, however many; none where
     every band is among `unshared`, those no tainted item shared when this submission began."""
-    grams = [_printed(p.text)[0] for p in proposals]
-    wanted = {band for p in proposals for band in _printed(p.text)[1]}
+    printed = [_printed(p.text) for p in proposals]
+    wanted = {band for _, text_bands in printed for band in text_bands}
     if not wanted or wanted <= unshared:
         return
     hits: dict[int, set[int]] = {}
@@ -85,8 +85,8 @@ def copies_taint(
             pk__in={pk for ids in hits.values() for pk in ids}
         ).values_list("pk", "text", "taint")
     }
-    for proposal, text_grams in zip(proposals, grams, strict=True):
-        candidates = {pk for band in _printed(proposal.text)[1] for pk in hits.get(band, ())}
+    for proposal, (text_grams, text_bands) in zip(proposals, printed, strict=True):
+        candidates = {pk for band in text_bands for pk in hits.get(band, ())}
         for pk in sorted(candidates)[:_MAX_CANDIDATES]:
             item_grams, taint = items[pk]
             if taint > proposal.taint and copies(text_grams, item_grams):
