@@ -33,6 +33,7 @@ import socketserver
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -48,20 +49,44 @@ PR_SET_PDEATHSIG = 1
 PARENT_CHECK_SECONDS = 0.5
 
 
-def answer(model: minilm.MiniLM, request: bytes) -> bytes:
-    """The answer frame to one request frame."""
+# The CPU priority (nice value) of a thread that has answered a request of several texts.
+BULK_NICE = 19
+
+
+def answer(model: minilm.MiniLM, request: bytes, *, bulk: Callable[[], None] | None = None) -> bytes:
+    """The answer frame to one request frame; `bulk` is called before a request of several texts
+    is embedded (the service's threads: `yield_to_queries`)."""
     try:
         texts = json.loads(request)
         if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
             raise ValueError("a request is a JSON array of texts")
     except ValueError as exc:
         return ERROR + str(exc).encode()
+    if len(texts) > 1 and bulk is not None:
+        bulk()
     try:
         rows = model.embed(texts) if texts else np.zeros((0, local_model.DIMENSIONS), dtype=np.float32)
     except Exception as exc:
         logger.exception("embedding %d text(s) failed", len(texts))
         return ERROR + f"embedding failed ({type(exc).__name__})".encode()
     return VECTORS + rows.astype("<f4", copy=False).tobytes()
+
+
+def yield_to_queries() -> None:
+    """Run this thread's work after everyone else's: a request of several texts is bulk work (the
+    embedded worker embedding what was published or imported), and a query's one text, which a
+    call waits for, must not wait behind it on a busy machine. The thread serves one connection,
+    whose texts all come from that same background work; its nice value only ever rises (lowering
+    it again would need a privilege), which Linux sets per thread. Elsewhere nothing changes.
+
+    The model runs on the calling thread (one intra-op thread, as the calibration chooses on
+    small machines); where it runs a pool of its own, the pool keeps its priority."""
+    if sys.platform != "linux":
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BULK_NICE)
+    except OSError:
+        logger.debug("could not lower a bulk embedding thread's priority", exc_info=True)
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -76,7 +101,7 @@ class _Handler(socketserver.BaseRequestHandler):
             if request is None:
                 return
             try:
-                write_frame(self.request, answer(self.server.model, request))
+                write_frame(self.request, answer(self.server.model, request, bulk=yield_to_queries))
             except OSError:
                 return
 

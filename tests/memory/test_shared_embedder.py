@@ -7,6 +7,7 @@ serving process starts it (`embeddings.share()`, which the ASGI lifespan calls).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -23,7 +24,7 @@ from django.conf import settings
 from django.test import override_settings
 
 from memory import embeddings
-from memory.embeddings import local_model, minilm, query_vectors, shared
+from memory.embeddings import local_model, minilm, query_vectors, service, shared
 from memory.metrics import metrics_text
 from memory.models import Embedding
 from memory.services.embeddings import embeddings_refresh
@@ -304,3 +305,48 @@ def test_sharing_again_leaves_one_supervisor_and_one_service(socket_path: Path) 
         assert embeddings.embedder().embed([DEPLOYS]).shape == (1, local_model.DIMENSIONS)  # type: ignore[union-attr]
     finally:
         embeddings.unshare()
+
+
+def _thread_nices(pid: int) -> dict[int, int]:
+    """Each thread of the process and its nice value (field 19 of /proc/PID/task/TID/stat)."""
+    nices = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[-1].split()
+        except FileNotFoundError:
+            continue  # a thread that ended meanwhile (one served a passing connection)
+        nices[int(task.name)] = int(fields[16])
+    return nices
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a thread's own priority is Linux's")
+def test_bulk_texts_are_embedded_at_the_lowest_priority_and_queries_are_not(
+    shared_here: shared.Supervisor,
+) -> None:
+    pid = _service_pid(shared_here)
+    before = _thread_nices(pid)
+    assert set(before.values()) == {0}
+    with (
+        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as bulk,
+        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as query,
+    ):
+        for stream, texts in ((bulk, ["first new item", "second new item"]), (query, ["a query"])):
+            stream.settimeout(10)
+            stream.connect(str(shared_here.socket_path))
+            shared.write_frame(stream, json.dumps(texts).encode())
+            answer = shared.read_frame(stream)
+            assert answer is not None
+            assert answer[:1] == shared.VECTORS
+            assert len(answer) == 1 + 4 * local_model.DIMENSIONS * len(texts)
+        # Each connection is served by a thread of its own: the bulk texts' alone yields.
+        lowered = [tid for tid, nice in _thread_nices(pid).items() if nice == service.BULK_NICE]
+        assert len(lowered) == 1
+        assert lowered[0] not in before
+        # The query's thread answers its next text at the priority it had, as every other does.
+        shared.write_frame(query, json.dumps(["another query"]).encode())
+        assert shared.read_frame(query) is not None
+        assert {tid: nice for tid, nice in _thread_nices(pid).items() if nice} == {
+            lowered[0]: service.BULK_NICE
+        }
+    # Its connection closed, that thread ends; the service's own threads never yielded.
+    assert all(nice == 0 for tid, nice in _thread_nices(pid).items() if tid in before)
