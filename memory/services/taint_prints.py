@@ -39,10 +39,11 @@ def prints_record(items: Iterable[Fact]) -> None:
         TaintPrint.objects.bulk_create(rows, batch_size=500)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=16)
 def _printed(text: str) -> tuple[frozenset[int], tuple[int, ...]]:
     """A text's shingles and bands, worked out once for the probe beside a proposal's first
-    statement and the check after it (the texts of the calls in flight: a few MB at most)."""
+    statement and the check after it: the texts of the calls in flight (MCP_REQUEST_THREADS, 8
+    by default), each at most 8,000 characters and a few thousand shingles: about 2 MB at most."""
     grams = shingles(text)
     return grams, tuple(bands(grams))
 
