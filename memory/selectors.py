@@ -263,6 +263,8 @@ def latest_publication(workspace_id: int) -> PublicationState | None:
 
 _PROJECT_COLUMNS = tuple(field.attname for field in Project._meta.concrete_fields)
 _PROJECT_WIDTH = len(_PROJECT_COLUMNS)
+# Where the values read beside a project's statement start: after its row and the publication's.
+_BESIDE_AT = _PROJECT_WIDTH + len(PublicationState._fields)
 
 
 def _project_and_publication_query(workspace_id: int, slug: str) -> QuerySet[Project, tuple[Any, ...]]:
@@ -301,8 +303,8 @@ def project_for_context_beside(
     credential's, if this call's credential statement read it: workspaces.bearers.ReadAhead)."""
     row = _project_row(scope, project_id, beside)
     project = project_in_scope(scope, project_id, _project_of(row))  # raises without a row
-    version, content_version, compiled_at, cadence = row[_PROJECT_WIDTH : _PROJECT_WIDTH + 4]
-    also = tuple(row[_PROJECT_WIDTH + 4 :])
+    version, content_version, compiled_at, cadence = row[_PROJECT_WIDTH:_BESIDE_AT]
+    also = tuple(row[_BESIDE_AT:])
     if version is None:
         return ProjectAt(project, None), also
     return ProjectAt(project, PublicationState(version, content_version, compiled_at, cadence)), also
@@ -317,7 +319,7 @@ def project_found_beside(
     the project (workspaces.selectors.project_in_scope) before it uses it."""
     row = _project_row(scope, project_id, beside)
     found = _project_of(row)
-    return None if found is None else (found, tuple(row[_PROJECT_WIDTH + 4 :]))
+    return None if found is None else (found, tuple(row[_BESIDE_AT:]))
 
 
 def _project_row(scope: AgentScope, project_id: str, beside: Beside | None) -> tuple[Any, ...]:
