@@ -13,11 +13,14 @@ Other processes (commands, Celery workers, tests) load the model where they embe
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
 import sys
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
@@ -36,6 +39,10 @@ RESTING_SECONDS = 5.0
 SHARED_START_SECONDS = 30.0
 # Texts embedded ahead of their call at once per process (one core's worth on a small machine).
 PREFETCH_THREADS = 2
+# A text sent ahead to the shared embedder whose call did not read its answer within this long
+# (the call ended first: a bundle served from the cache, a credential refused) has it read by
+# the query cache's own thread, and the connection goes back to the next text.
+UNREAD_SECONDS = 0.25
 
 
 class Embedder(Protocol):
@@ -147,10 +154,12 @@ class EmbedderResting(RuntimeError):
 class _QueryVectors:
     """The vector of each recent query or task text, per embedder: a repeated question costs nothing.
 
-    `prefetch` starts embedding a text on a thread of its own, so that a call's other work (the
+    `prefetch` starts embedding a text ahead of its call, so that the call's other work (the
     credential's publication, the standing part, the word ranking) runs meanwhile; `get` then
-    waits for that result instead of embedding the text again. ONNX Runtime releases the GIL
-    while the model runs, so the two overlap.
+    waits for that result instead of embedding the text again. The shared embedder is sent the
+    text at once (`SharedEmbedder.ask`), and the call's own thread reads the answer when it wants
+    the vector, straight from the socket; any other embedder runs on a thread of its own (ONNX
+    Runtime releases the GIL while the model runs, so the two overlap).
 
     After an embedder fails a text, no new text is sent to it for `RESTING_SECONDS` (`get`
     raises `EmbedderResting`, `prefetch` does nothing); then the next one is. An endpoint that
@@ -161,9 +170,11 @@ class _QueryVectors:
         self._size = size
         self._lock = threading.Lock()
         self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-        self._pending: dict[tuple[str, str], Future[np.ndarray]] = {}
+        self._pending: dict[tuple[str, str], Future[np.ndarray] | _Answer] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._failed: dict[str, float] = {}  # embedder name: when it last failed a text
+        self._unread: queue.SimpleQueue[tuple[float, _Answer]] = queue.SimpleQueue()
+        self._reader: threading.Thread | None = None
 
     def get(self, model: Embedder, text: str) -> np.ndarray:
         key = (model.name, text)
@@ -196,14 +207,21 @@ class _QueryVectors:
         with self._lock:
             if key in self._vectors or key in self._pending or self._resting(model.name):
                 return
+            asked = model.ask(text) if isinstance(model, shared.SharedEmbedder) else None
+            if asked is not None:
+                answer = self._pending[key] = _Answer(self, model, text, asked)
+                self._unread_later(answer)
+                return
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=PREFETCH_THREADS, thread_name_prefix="embed")
             self._pending[key] = self._executor.submit(self._embedded, model, text)
 
-    def _embedded(self, model: Embedder, text: str) -> np.ndarray:
+    def _embedded(
+        self, model: Embedder, text: str, made: Callable[[], np.ndarray] | None = None
+    ) -> np.ndarray:
         key = (model.name, text)
         try:
-            vector: np.ndarray = model.embed([text])[0]
+            vector: np.ndarray = made() if made is not None else model.embed([text])[0]
         except BaseException:
             with self._lock:
                 self._pending.pop(key, None)
@@ -217,10 +235,42 @@ class _QueryVectors:
             self._pending.pop(key, None)
         return vector
 
+    def _unread_later(self, answer: _Answer) -> None:
+        """Have `answer` read UNREAD_SECONDS from now unless its call reads it first."""
+        self._unread.put((time.monotonic() + UNREAD_SECONDS, answer))
+        if self._reader is None:
+            self._reader = threading.Thread(target=self._read_unread, name="embed-answers", daemon=True)
+            self._reader.start()
+
+    def _read_unread(self) -> None:
+        while True:
+            due, answer = self._unread.get()
+            time.sleep(max(0.0, due - time.monotonic()))
+            # At once if its call read it; a failure is noted (`_failed`), and its call has ended.
+            with contextlib.suppress(Exception):
+                answer.result()
+
     def clear(self) -> None:
         with self._lock:
             self._vectors.clear()
             self._failed.clear()
+
+
+class _Answer:
+    """A text sent ahead with `SharedEmbedder.ask`, as `_QueryVectors` keeps it under way: its
+    `result` reads the answer (once, in the thread that wants it first) and keeps the vector."""
+
+    def __init__(self, vectors: _QueryVectors, model: Embedder, text: str, asked: shared.Asked) -> None:
+        self._vectors = vectors
+        self._model = model
+        self._text = text
+        self._asked = asked
+
+    def result(self) -> np.ndarray:
+        return self._vectors._embedded(self._model, self._text, self._asked.vector)
+
+    def done(self) -> bool:
+        return self._asked.ready()
 
 
 query_vectors = _QueryVectors(QUERY_CACHE_SIZE)

@@ -108,6 +108,9 @@ class _Handler(socketserver.BaseRequestHandler):
 
 class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
+    # Connections waiting to be taken: a serving process connects without waiting
+    # (SharedEmbedder.ask), and a connection refused for a full queue costs it a thread hop.
+    request_queue_size = 64
 
     def __init__(self, path: str, model: minilm.MiniLM) -> None:
         self.model = model

@@ -19,6 +19,7 @@ import fcntl
 import json
 import logging
 import os
+import select
 import socket
 import struct
 import subprocess
@@ -82,12 +83,20 @@ def write_frame(stream: socket.socket, body: bytes) -> None:
     stream.sendall(HEADER.pack(len(body)) + body)
 
 
+# Connections `SharedEmbedder.ask` keeps at most (idle or owed an answer), per process.
+ASKING_CONNECTIONS = 8
+
+
 class SharedEmbedder:
     """The local model's vectors, made by the shared embedder: `name` is the model's own.
 
     Each thread keeps a connection of its own. A kept connection that fails is closed and the
     texts asked for once more on a new one (the service may have been restarted since); if that
     fails too, or the service refuses the texts, `EmbedderUnavailable`.
+
+    `ask` sends one text without waiting for its answer, on connections of their own: the answer
+    is read by whichever thread wants the vector (`Asked.vector`), so it reaches that thread
+    straight from the socket, with no thread between the two.
     """
 
     def __init__(self, path: Path, *, name: str, dimensions: int) -> None:
@@ -95,6 +104,58 @@ class SharedEmbedder:
         self.dimensions = dimensions
         self._path = str(path)
         self._local = threading.local()
+        self._asking_lock = threading.Lock()
+        self._idle: list[socket.socket] = []  # `ask`'s connections owed no answer
+        self._asking = 0  # `ask`'s connections, idle or owed an answer
+
+    def ask(self, text: str) -> Asked | None:
+        """`text` sent to the service now, its answer to be read later (`Asked.vector`); None
+        when it cannot be sent at once (the caller embeds the text the usual way).
+
+        Nothing here waits, so an event loop may call it: the request goes on an idle connection
+        or a new one (a Unix socket connects at once or not at all, without blocking), and is
+        written whole in one non-blocking send or not at all (the connection is then closed).
+        """
+        frame = HEADER.pack(len(body := json.dumps([text]).encode())) + body
+        while (stream := self._asking_stream()) is not None:
+            try:
+                stream.setblocking(False)
+                sent = stream.send(frame)
+                stream.settimeout(TIMEOUT_SECONDS)
+            except OSError:
+                sent = 0
+            if sent == len(frame):
+                return Asked(self, stream, text)
+            # Closed by a service that ended since, or not taken whole: its state is unknown.
+            self._asking_closed(stream)
+        return None
+
+    def _asking_stream(self) -> socket.socket | None:
+        """An idle connection for `ask`, or a new one while there are fewer than
+        ASKING_CONNECTIONS; None when none is at hand without waiting."""
+        with self._asking_lock:
+            if self._idle:
+                return self._idle.pop()
+            if self._asking >= ASKING_CONNECTIONS:
+                return None
+            self._asking += 1
+        stream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            stream.setblocking(False)  # a listener whose backlog is full refuses (EAGAIN) at once
+            stream.connect(self._path)
+        except OSError:
+            self._asking_closed(stream)
+            return None
+        return stream
+
+    def _asking_closed(self, stream: socket.socket) -> None:
+        stream.close()
+        with self._asking_lock:
+            self._asking -= 1
+
+    def _asking_idle(self, stream: socket.socket) -> None:
+        with self._asking_lock:
+            self._idle.append(stream)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         request = json.dumps(texts).encode()
@@ -139,6 +200,52 @@ class SharedEmbedder:
             raise ValueError(f"the shared embedder refused the texts: {body[1:].decode(errors='replace')}")
         rows = np.frombuffer(body, dtype="<f4", offset=1)
         return rows.reshape(count, self.dimensions).astype(np.float32)
+
+
+class Asked:
+    """One text `SharedEmbedder.ask` sent: its vector is read from the connection once, by the
+    first thread that wants it (`vector`); the others get the same vector (or error)."""
+
+    def __init__(self, embedder: SharedEmbedder, stream: socket.socket, text: str) -> None:
+        self._embedder = embedder
+        self._stream: socket.socket | None = stream
+        self._text = text
+        self._lock = threading.Lock()
+        self._vector: np.ndarray | None = None
+        self._error: BaseException | None = None
+
+    def ready(self) -> bool:
+        """Whether the vector can be had without waiting: read, or its answer has arrived."""
+        stream = self._stream
+        return stream is None or bool(select.select([stream], [], [], 0)[0])
+
+    def vector(self) -> np.ndarray:
+        """The text's vector (read from its connection by the first caller, who may wait for
+        it); `EmbedderUnavailable` if the service cannot answer. A connection whose answer was
+        lost (the service restarted meanwhile) is closed and the text asked once more, anew."""
+        with self._lock:
+            stream, self._stream = self._stream, None
+            if stream is not None:
+                try:
+                    body = read_frame(stream)
+                    if body is None:
+                        raise ConnectionError("the shared embedder closed the connection")
+                    self._vector = self._embedder._vectors(body, 1)[0]
+                except (OSError, ValueError):
+                    self._embedder._asking_closed(stream)
+                    try:
+                        self._vector = self._embedder.embed([self._text])[0]
+                    except BaseException as exc:
+                        self._error = exc
+                except BaseException as exc:
+                    self._embedder._asking_closed(stream)
+                    self._error = exc
+                else:
+                    self._embedder._asking_idle(stream)
+            if self._error is not None:
+                raise self._error
+            assert self._vector is not None
+            return self._vector
 
 
 def answers(path: Path) -> bool:

@@ -350,3 +350,119 @@ def test_bulk_texts_are_embedded_at_the_lowest_priority_and_queries_are_not(
         }
     # Its connection closed, that thread ends; the service's own threads never yielded.
     assert all(nice == 0 for tid, nice in _thread_nices(pid).items() if tid in before)
+
+
+def _connections_served(pid: int) -> int:
+    """How many threads the service runs: one per connection, beside its own few."""
+    return len(list(Path(f"/proc/{pid}/task").iterdir()))
+
+
+def _embedding_threads() -> set[str]:
+    return {thread.name for thread in threading.enumerate() if thread.name.startswith("embed_")}
+
+
+def test_a_query_sent_ahead_is_read_by_the_thread_that_wants_its_vector(
+    shared_here: shared.Supervisor,
+) -> None:
+    pid = _service_pid(shared_here)
+    model = embeddings.embedder()
+    assert isinstance(model, shared.SharedEmbedder)
+    weights = local_model.model_zip()
+    assert weights is not None
+    own = minilm.MiniLM(weights, folder=settings.UNFORGETTER["MODELS_DIR"], threads=1)
+    vectors = embeddings._QueryVectors(64)
+    threads, served = _embedding_threads(), _connections_served(pid)
+    for i in range(20):
+        text = f"task {i}: when is the web frontend deployed"
+        vectors.prefetch(model, text)
+        assert np.array_equal(vectors.get(model, text), own.embed([text])[0])
+    # No thread between the socket and the caller, and one connection carried every text in turn.
+    assert _embedding_threads() == threads
+    assert _connections_served(pid) <= served + 1
+
+
+def test_answers_no_call_read_are_read_later_and_their_connections_used_again(
+    shared_here: shared.Supervisor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embeddings, "UNREAD_SECONDS", 0.05)
+    pid = _service_pid(shared_here)
+    model = embeddings.embedder()
+    assert isinstance(model, shared.SharedEmbedder)
+    vectors = embeddings._QueryVectors(64)
+    threads, served = _embedding_threads(), _connections_served(pid)
+    # Calls that ended before wanting their vectors (a bundle from the cache, say), twice over:
+    # the second round finds the first round's connections idle again.
+    for round_ in range(2):
+        texts = [f"round {round_}, text {i}" for i in range(shared.ASKING_CONNECTIONS)]
+        for text in texts:
+            vectors.prefetch(model, text)
+        assert model._asking == shared.ASKING_CONNECTIONS
+        wait_until(lambda: len(model._idle) == model._asking, timeout=DEADLINE, what="every answer read")
+    assert _embedding_threads() == threads
+    assert _connections_served(pid) <= served + shared.ASKING_CONNECTIONS
+    weights = local_model.model_zip()
+    assert weights is not None
+    own = minilm.MiniLM(weights, folder=settings.UNFORGETTER["MODELS_DIR"], threads=1)
+    assert np.array_equal(vectors.get(model, "round 1, text 3"), own.embed(["round 1, text 3"])[0])
+
+
+def _fake_service(path: Path, answers: list[bytes | None]) -> threading.Thread:
+    """A service at `path` that takes one connection per entry of `answers` and reads a text on
+    it, then answers with the entry's frame or, for None, closes the connection unanswered."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(len(answers))
+
+    def serve() -> None:
+        with listener:
+            for answer in answers:
+                stream, _ = listener.accept()
+                with stream:
+                    assert shared.read_frame(stream) is not None
+                    if answer is not None:
+                        shared.write_frame(stream, answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_an_answer_lost_with_its_connection_is_asked_for_again(socket_path: Path) -> None:
+    vector = np.array([0.5, -0.5, 0.5, -0.5], dtype="<f4")
+    service_ = _fake_service(socket_path, [None, shared.VECTORS + vector.tobytes()])
+    model = shared.SharedEmbedder(socket_path, name="fake", dimensions=4)
+    asked = model.ask("a query")
+    assert asked is not None
+    assert np.array_equal(asked.vector(), vector)  # the first connection closed unanswered
+    assert np.array_equal(asked.vector(), vector)  # read once, kept
+    service_.join(timeout=DEADLINE)
+    assert not service_.is_alive()
+
+
+def test_asking_never_waits_for_a_service_that_takes_no_connection(socket_path: Path) -> None:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(socket_path))
+    listener.listen(1)
+    waiting = []
+    with listener:
+        # Connections it never accepts, until its queue is full.
+        for _ in range(100):
+            stream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            stream.setblocking(False)
+            waiting.append(stream)
+            try:
+                stream.connect(str(socket_path))
+            except BlockingIOError:
+                break
+        else:
+            pytest.fail("the listener's queue never filled")
+        model = shared.SharedEmbedder(socket_path, name="fake", dimensions=4)
+        asked: list[object] = []
+        asking = threading.Thread(target=lambda: asked.append(model.ask("a query")), daemon=True)
+        asking.start()
+        asking.join(timeout=DEADLINE)  # liveness: a connect that waited would hang here
+        assert not asking.is_alive()
+        assert asked == [None]  # the caller embeds the text the usual way
+        assert model._asking == 0
+    for stream in waiting:
+        stream.close()
