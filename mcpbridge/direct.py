@@ -68,7 +68,7 @@ from memory.metrics import CALL_SECONDS
 from workspaces.after_answer import Work, collected, run_collected
 from workspaces.bearers import ReadAhead, kept_scope
 from workspaces.exceptions import RateLimited, UnforgetterError
-from workspaces.limits import credential_slot_async
+from workspaces.limits import credential_slot_async, over_rate
 from workspaces.scope import AgentScope
 
 _PROTOCOL_VERSION = b"mcp-protocol-version"
@@ -114,17 +114,18 @@ class DirectToolCalls:
         if body is None:
             await self.app(scope, replay, send)
             return
+        modern = version in MODERN_PROTOCOL_VERSIONS
+        decoded = _decoded(body) if modern else _UNDECODABLE
+        early = _embedding_started(kept, decoded)
         request = Request(scope, replay)
         call = await self._acceptable(request) and (
-            _modern_call(request, body)
-            if version in MODERN_PROTOCOL_VERSIONS
-            else _handshake_call(body, version)
+            _modern_call(request, decoded) if modern else _handshake_call(body, version)
         )
         if not call:
             await self.app(scope, replay, send)
             return
         with CALL_SECONDS.labels(call.name).time():
-            answered = await _direct_result(token, kept, call.name, call.arguments)
+            answered = await _direct_result(token, kept, call.name, call.arguments, early)
         if answered is None:
             await self.app(scope, replay, send)
             return
@@ -177,13 +178,51 @@ def _bearer_and_version(headers: list[tuple[bytes, bytes]]) -> tuple[str | None,
     return token, version
 
 
-def _modern_call(request: Request, body: bytes) -> _Call | None:
-    """A 2026-07-28 POST that the SDK's modern entry would hand to one of our tools."""
-    if find_duplicated_routing_header(request.headers.items()) is not None:
-        return None
+# A body that is not JSON (`_decoded`).
+_UNDECODABLE = object()
+
+
+def _decoded(body: bytes) -> Any:
+    """The JSON of a request body, or _UNDECODABLE."""
     try:
-        decoded = json.loads(body)
+        return json.loads(body)
     except (ValueError, RecursionError):
+        return _UNDECODABLE
+
+
+@dataclass(frozen=True)
+class _Early:
+    """A call's arguments as `validated_ahead` made them as soon as its body was read."""
+
+    name: str
+    arguments: Mapping[str, Any]
+    validated: BaseModel | UnforgetterError | None
+
+
+def _embedding_started(kept: AgentScope, decoded: Any) -> _Early | None:
+    """Start a get_context or search_memory call's query embedding as soon as its body is read.
+
+    The embedding is the longest wait of a ranked call: it starts here, before the request's
+    transport checks and its envelope's classification, which decide only whether this path or
+    the SDK's answers it (and then the call's thread hop and credential). A head start only: the
+    SDK's path would embed the same text; nothing is answered from it. A credential this process
+    holds over its rate starts nothing.
+    """
+    if not _plain_request(decoded) or over_rate(kept.connection_id):
+        return None
+    params = decoded["params"]
+    name, arguments = params.get("name"), params.get("arguments")
+    if name not in TOOLS or arguments is None:
+        return None
+    validated = validated_ahead(name, arguments)
+    embed_ahead(kept, validated)
+    return _Early(name, arguments, validated)
+
+
+def _modern_call(request: Request, decoded: Any) -> _Call | None:
+    """A 2026-07-28 POST (its body `_decoded`) that the SDK's modern entry would hand to one of
+    our tools."""
+    if find_duplicated_routing_header(request.headers.items()) is not None:
         return None
     if not _plain_request(decoded):
         return None
@@ -262,19 +301,23 @@ async def _buffered(receive: Receive, scope: Scope) -> tuple[bytes | None, Recei
 
 
 async def _direct_result(
-    token: str, kept: AgentScope, name: str, arguments: Mapping[str, Any]
+    token: str, kept: AgentScope, name: str, arguments: Mapping[str, Any], early: _Early | None = None
 ) -> tuple[dict[str, Any], list[Work]] | None:
     """The tool's wire result in one unit of work, with the work it owes after its answer; or
     None for the SDK to answer instead. `kept` is the scope the credential was last resolved to
     in this process: a hint for the concurrency slot and the query's early embedding, while the
-    credential is verified (and its scope read again) in the request thread."""
+    credential is verified (and its scope read again) in the request thread. `early` is what
+    `_embedding_started` made of these very arguments, if it ran."""
     hint = kept.connection_id
     try:
         async with credential_slot_async(hint):
             # The query starts embedding before the thread hop and the credential's statement,
             # the longest wait of a ranked call; it is answered only once the credential is good.
-            validated = validated_ahead(name, arguments)
-            embed_ahead(kept, validated)
+            if early is not None and early.name == name and early.arguments is arguments:
+                validated = early.validated
+            else:
+                validated = validated_ahead(name, arguments)
+                embed_ahead(kept, validated)
             return await in_request_thread(_verified_call, token, kept, name, arguments, validated)
     except RateLimited as refusal:
         # Refused by the slot, before the credential was checked (the SDK checks it first): the

@@ -145,6 +145,11 @@ def _over_rate(connection_id: int) -> float | None:
     return left
 
 
+def over_rate(connection_id: int) -> bool:
+    """Whether this process holds the credential's calls until its rate window ends (no I/O)."""
+    return _over_rate(connection_id) is not None
+
+
 def _over_rate_refusal() -> RateLimited:
     """The refusal of a call held until its credential's rate window ended."""
     return _rate_refusal(_limit("CREDENTIAL_CALLS_PER_SECOND"), 1)

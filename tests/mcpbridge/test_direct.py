@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,6 +33,7 @@ from tests.readpath import (  # noqa: F401
     rpc_body,
     rpc_headers,
 )
+from workspaces import limits
 from workspaces.models import Connection
 from workspaces.scope import AgentScope
 from workspaces.services import connection_revoke
@@ -309,7 +311,7 @@ def test_a_ranked_calls_query_starts_embedding_before_its_credential_is_checked(
 
     monkeypatch.setattr(direct, "_verified_call", verified)
     monkeypatch.setattr(retrieval, "prefetch_query_text", prefetch)
-    token, _ = tenant.issue()
+    token, connection = tenant.issue()
     _warm(live, token)
     task = {"project_id": "platform", "task": "Change the retry policy of invoice-worker"}
     question = {"project_id": "platform", "query": "How often does invoice-worker retry?"}
@@ -338,4 +340,10 @@ def test_a_ranked_calls_query_starts_embedding_before_its_credential_is_checked(
     _warm(live, narrow)
     refused = json.loads(raw_call(live.mcp_url, narrow, "get_context", task).content)["result"]
     assert refused["structuredContent"]["error"]["code"] == "forbidden_scope"
+    assert not [event for event in events if event.startswith("embed")]
+    # Nor the call of a credential this process holds until its rate window ends (it is
+    # refused then): a flood of such calls makes the embedder do nothing.
+    limits._over_rate_until[connection.pk] = time.time() + 0.5
+    held = json.loads(raw_call(live.mcp_url, token, "get_context", task).content)["result"]
+    assert held["structuredContent"]["error"]["code"] == "rate_limited"
     assert not [event for event in events if event.startswith("embed")]
