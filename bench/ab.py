@@ -4,13 +4,14 @@
 
 On this machine kind the same code reads up to 30-40% apart from one run to the next, minutes
 later, so a before/after pair of `make bench` runs cannot show a change of a few tenths of a
-millisecond. This serves the database (one `bench/quality.py` seeded and embedded) with one worker
-of each tree at once: A, the revision REV, checked out as a git worktree beside the system's
-temporary files and set up with `make setup` on first use (it shares this tree's model files),
-and B, this working tree. It issues a reader token, warms both servers, then asks each of them new
-English tasks (or questions) in turns of `--block` calls, A first in one round and B first in the
-next, so that both meet the machine as it is at nearly the same moment, and prints each side's
-p50 and p95 and the median of the paired differences (B minus A, the k-th call of each side).
+millisecond. This serves the database (one `bench/quality.py` seeded and embedded, or with
+`--corpus run` one `bench/run.py --keep` seeded: bench/asked.py) with one worker of each tree at
+once: A, the revision REV, checked out as a git worktree beside the system's temporary files and
+set up with `make setup` on first use (it shares this tree's model files), and B, this working
+tree. It issues a reader token, warms both servers, then asks each of them new tasks (or
+questions) in turns of `--block` calls, A first in one round and B first in the next, so that both
+meet the machine as it is at nearly the same moment, and prints each side's p50 and p95 and the
+median of the paired differences (B minus A, the k-th call of each side).
 
 Turns of a block rather than alternated calls: the work a server does after its answer (the audit
 record of a bundle) would land on the other server's next call, crediting a change that moves such
@@ -30,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import run
-from corpus import TOOL_PHRASINGS, distinct_texts, generate
-from quality import PROJECT, WORKSPACE
+from asked import CORPORA, asked
+from corpus import TOOL_PHRASINGS
 
 
 @dataclass(frozen=True)
@@ -107,25 +108,25 @@ def main() -> None:
     )
     parser.add_argument("--base", required=True, help="the revision measured as A (B: this working tree)")
     parser.add_argument(
-        "--database-url", required=True, help="a database bench/quality.py seeded and embedded"
+        "--database-url", required=True, help="a database bench/quality.py (or run.py) seeded"
     )
     parser.add_argument("--items", type=int, default=100_000, help="the corpus size quality.py seeded")
     parser.add_argument("--tool", choices=TOOL_PHRASINGS, default="get_context")
+    parser.add_argument(
+        "--corpus", choices=CORPORA, default="quality", help="the database's seed (bench/asked.py)"
+    )
     parser.add_argument("--calls", type=int, default=800, help="measured calls to each side")
     parser.add_argument("--block", type=int, default=40, help="calls to one side in a turn")
     parser.add_argument("--warm", type=int, default=30, help="calls to each side first, not measured")
     options = parser.parse_args()
     base = worktree(options.base)
-    argument, phrasing = TOOL_PHRASINGS[options.tool]
-    corpus = generate(options.items, questions=200)
-    texts = distinct_texts(corpus, phrasing)
+    argument = TOOL_PHRASINGS[options.tool][0]
     needed = 2 * (options.warm + options.calls)
-    if len(texts) < needed:
-        raise SystemExit(f"the corpus has {len(texts)} distinct texts; {needed} are needed")
+    texts, project, workspace, _ = asked(options.corpus, options.tool, needed, items=options.items)
     # Each side its own texts, none asked twice: a text's vector and bundle are cached per server.
-    asked = [texts[side:needed:2] for side in (0, 1)]
+    sides = [texts[side::2] for side in (0, 1)]
     token = run.manage(
-        options.database_url, "issue_token", WORKSPACE, "--actor", "bench@ab", "--zone", "claude"
+        options.database_url, "issue_token", workspace, "--actor", "bench@ab", "--zone", "claude"
     ).strip()
     servers = [
         run.serve(options.database_url, root=base, python=str(base / ".venv" / "bin" / "python")),
@@ -134,14 +135,14 @@ def main() -> None:
     clients = [run.McpHttp(server.url, token) for server in servers]
     try:
         for side in (0, 1):
-            for text in asked[side][: options.warm]:
-                clients[side].call(options.tool, {"project_id": PROJECT, argument: text})
+            for text in sides[side][: options.warm]:
+                clients[side].call(options.tool, {"project_id": project, argument: text})
         times: list[list[float]] = [[], []]
         for turn in turns(options.calls, options.block):
             first = options.warm + turn.at
-            for text in asked[turn.side][first : first + turn.count]:
+            for text in sides[turn.side][first : first + turn.count]:
                 started = time.perf_counter()
-                clients[turn.side].call(options.tool, {"project_id": PROJECT, argument: text})
+                clients[turn.side].call(options.tool, {"project_id": project, argument: text})
                 times[turn.side].append((time.perf_counter() - started) * 1000)
     finally:
         for client in clients:

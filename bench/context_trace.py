@@ -1,16 +1,17 @@
 """Where a new task's get_context time goes, in the server: `bench/context_trace.py --database-url URL`.
 
 Run against a database that `bench/quality.py --items N --database-url URL` seeded and embedded
-(the generated engineering corpus, `bench/full_vectors.py` leaves one). It serves that database
-with one uvicorn worker whose app is this module's `application`: the product's ASGI app, with
-each stage of a get_context call (STAGES: the credential, the project's statement, the word
-ranking, the read-ahead, the wait for the query's vector, the vector top-k, the second read, the
-bundle's filling, the response...) wrapped to note when it started and ended, in milliseconds
-from the request's arrival. One kept-alive client then asks `--tasks` English tasks never asked
+(the generated engineering corpus, `bench/full_vectors.py` leaves one), or with `--corpus run` one
+`bench/run.py --keep` seeded (bench/asked.py). It serves that database with one uvicorn worker
+whose app is this module's `application`: the product's ASGI app, with each stage of a get_context
+call (STAGES: the credential, the project's statement, the word ranking, the read-ahead, the wait
+for the query's vector, the vector top-k, the second read, the bundle's filling, the response...)
+wrapped to note when it started and ended, in milliseconds from the request's arrival. One
+kept-alive client then asks `--tasks` new tasks (English, or run.py's generated ones) never asked
 before, one at a time (after `--warm` others), and the table gives, per stage, the median start,
-end and duration over those calls, in the order they start, beside the client's p50 and p95,
-and the CPU time the stage's thread spent in it (`time.thread_time`): where the two differ, the
-stage waited (for the vector, the database, or the GIL held by another thread).
+end and duration over those calls, in the order they start, beside the client's p50 and p95, and
+the CPU time the stage's thread spent in it (`time.thread_time`): where the two differ, the stage
+waited (for the vector, the database, or the GIL held by another thread).
 
 The stages are read on one request at a time (the client waits for each answer), so a stage's
 times are its own request's; only a call's after-answer work (its audit record, the bundle
@@ -41,8 +42,8 @@ import httpx
 import quality
 import run
 from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, ASGISendEvent, Scope
-from corpus import TOOL_PHRASINGS, distinct_texts, generate
-from quality import PROJECT, WORKSPACE
+from asked import CORPORA, asked
+from corpus import TOOL_PHRASINGS
 
 if TYPE_CHECKING:
     from unforgetter.asgi import Router
@@ -207,15 +208,23 @@ def main() -> None:
         default="get_context",
         help="get_context for new English tasks, or search_memory for new questions",
     )
+    parser.add_argument(
+        "--corpus",
+        choices=CORPORA,
+        default="quality",
+        help="the database's seed: bench/quality.py's corpus, or bench/run.py's (its generated "
+        "sentences, asked of its first project as run.py asks them)",
+    )
     options = parser.parse_args()
     quality._django(options.database_url)
     stage_targets()  # a stage renamed fails here, before the server starts
-    corpus = generate(options.items, questions=200)
     argument, phrasing = TOOL_PHRASINGS[options.tool]
-    texts = distinct_texts(corpus, phrasing)
-    calls = [{"project_id": PROJECT, argument: text} for text in texts[: options.warm + options.tasks]]
+    texts, project, workspace, language = asked(
+        options.corpus, options.tool, options.warm + options.tasks, items=options.items
+    )
+    calls = [{"project_id": project, argument: text} for text in texts]
     token = run.manage(
-        options.database_url, "issue_token", WORKSPACE, "--actor", "bench@trace", "--zone", "claude"
+        options.database_url, "issue_token", workspace, "--actor", "bench@trace", "--zone", "claude"
     )
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "events.json"
@@ -244,7 +253,7 @@ def main() -> None:
             server.wait()
     latencies.sort()
     print(
-        f"{options.tool} over HTTP, {len(latencies)} new English {phrasing}s, one worker: client p50 "
+        f"{options.tool} over HTTP, {len(latencies)} new {language} {phrasing}s, one worker: client p50 "
         f"{statistics.median(latencies):.2f} ms, p95 {latencies[int(0.95 * (len(latencies) - 1))]:.2f} ms\n"
     )
     print("| stage (ms from the request's arrival, medians) | calls | start | end | duration | its CPU |")
