@@ -217,7 +217,10 @@ class Asked:
     def ready(self) -> bool:
         """Whether the vector can be had without waiting: read, or its answer has arrived."""
         stream = self._stream
-        return stream is None or bool(select.select([stream], [], [], 0)[0])
+        try:
+            return stream is None or bool(select.select([stream], [], [], 0)[0])
+        except (OSError, ValueError):  # read and closed by another thread meanwhile
+            return True
 
     def vector(self) -> np.ndarray:
         """The text's vector (read from its connection by the first caller, who may wait for
