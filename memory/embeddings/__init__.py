@@ -246,9 +246,11 @@ class _QueryVectors:
         while True:
             due, answer = self._unread.get()
             time.sleep(max(0.0, due - time.monotonic()))
-            # At once if its call read it; a failure is noted (`_failed`), and its call has ended.
-            with contextlib.suppress(Exception):
-                answer.result()
+            # An answer its call read is kept already; one no call read is read here (a failure
+            # is noted in `_failed`; the call that wanted it has ended).
+            if answer.unread:
+                with contextlib.suppress(Exception):
+                    answer.result()
 
     def clear(self) -> None:
         with self._lock:
@@ -271,6 +273,10 @@ class _Answer:
 
     def done(self) -> bool:
         return self._asked.ready()
+
+    @property
+    def unread(self) -> bool:
+        return self._asked.unread
 
 
 query_vectors = _QueryVectors(QUERY_CACHE_SIZE)

@@ -79,8 +79,13 @@ def _read_exactly(stream: socket.socket, size: int) -> bytes | None:
     return bytes(chunks)
 
 
+def framed(body: bytes) -> bytes:
+    """`body` as one frame: its length, then itself."""
+    return HEADER.pack(len(body)) + body
+
+
 def write_frame(stream: socket.socket, body: bytes) -> None:
-    stream.sendall(HEADER.pack(len(body)) + body)
+    stream.sendall(framed(body))
 
 
 # Connections `SharedEmbedder.ask` keeps at most (idle or owed an answer), per process.
@@ -116,7 +121,7 @@ class SharedEmbedder:
         or a new one (a Unix socket connects at once or not at all, without blocking), and is
         written whole in one non-blocking send or not at all (the connection is then closed).
         """
-        frame = HEADER.pack(len(body := json.dumps([text]).encode())) + body
+        frame = framed(json.dumps([text]).encode())
         while (stream := self._asking_stream()) is not None:
             try:
                 stream.setblocking(False)
@@ -213,6 +218,11 @@ class Asked:
         self._lock = threading.Lock()
         self._vector: np.ndarray | None = None
         self._error: BaseException | None = None
+
+    @property
+    def unread(self) -> bool:
+        """Whether no thread has taken its answer from the connection yet."""
+        return self._stream is not None
 
     def ready(self) -> bool:
         """Whether the vector can be had without waiting: read, or its answer has arrived."""
