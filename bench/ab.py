@@ -13,6 +13,11 @@ questions) in turns of `--block` calls, A first in one round and B first in the 
 meet the machine as it is at nearly the same moment, and prints each side's p50 and p95 and the
 median of the paired differences (B minus A, the k-th call of each side).
 
+With `--concurrent SECONDS` it measures throughput instead: requests/s of 8 clients on kept-alive
+connections (bench/run.py's `concurrent_rps`), each side for SECONDS in turn, A first in one round
+and B first in the next (`--rounds`), and prints each side's median and the median ratio B / A
+of a round's two figures.
+
 Turns of a block rather than alternated calls: the work a server does after its answer (the audit
 record of a bundle) would land on the other server's next call, crediting a change that moves such
 work with time it did not save. An A/A run (`--base HEAD` on a clean tree) reads within about
@@ -118,6 +123,10 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=800, help="measured calls to each side")
     parser.add_argument("--block", type=int, default=40, help="calls to one side in a turn")
     parser.add_argument("--warm", type=int, default=30, help="calls to each side first, not measured")
+    parser.add_argument(
+        "--concurrent", type=float, metavar="SECONDS", help="requests/s of 8 clients, SECONDS a side a round"
+    )
+    parser.add_argument("--rounds", type=int, default=6, help="rounds of --concurrent")
     options = parser.parse_args()
     base = worktree(options.base)
     argument = TOOL_PHRASINGS[options.tool][0]
@@ -132,6 +141,13 @@ def main() -> None:
         run.serve(options.database_url, root=base, python=str(base / ".venv" / "bin" / "python")),
         run.serve(options.database_url),
     ]
+    if options.concurrent:
+        try:
+            throughput(options, servers, token, project, sides, argument)
+        finally:
+            for server in servers:
+                server.stop()
+        return
     clients = [run.McpHttp(server.url, token) for server in servers]
     try:
         for side in (0, 1):
@@ -156,6 +172,43 @@ def main() -> None:
     print(f"| A: {options.base} | {found.a_p50:.2f} | {found.a_p95:.2f} |")
     print(f"| B: this tree | {found.b_p50:.2f} | {found.b_p95:.2f} |")
     print(f"median paired difference B - A: {found.paired:+.3f} ms")
+
+
+def throughput(
+    options: argparse.Namespace,
+    servers: list[run.Server],
+    token: str,
+    project: str,
+    sides: list[list[str]],
+    argument: str,
+) -> None:
+    """Requests/s of 8 clients on each side in turns; each call's text new to its server."""
+
+    def rate(side: int, tag: str, seconds: float) -> float:
+        texts = sides[side]
+
+        def call(client: run.McpHttp, i: int) -> None:
+            client.call(options.tool, {"project_id": project, argument: f"{texts[i % len(texts)]} {tag}{i}"})
+
+        return run.concurrent_rps(call, servers[side].url, token, seconds)[0]
+
+    for side in (0, 1):
+        rate(side, "w", 1.0)  # warm-up, not counted
+    rates: list[list[float]] = [[], []]
+    for round_number in range(options.rounds):
+        first = round_number % 2
+        for side in (first, 1 - first):
+            rates[side].append(rate(side, f"r{round_number}c", options.concurrent))
+    ratios = [b / a for a, b in zip(*rates, strict=True)]
+    print(
+        f"{options.tool}, requests/s of 8 clients, {options.rounds} rounds of {options.concurrent:g} s each:"
+    )
+    print("| | median req/s | rounds |")
+    print("|---|---|---|")
+    for side, name in ((0, f"A: {options.base}"), (1, "B: this tree")):
+        each = ", ".join(f"{r:.0f}" for r in rates[side])
+        print(f"| {name} | {statistics.median(rates[side]):.0f} | {each} |")
+    print(f"median ratio B / A: {statistics.median(ratios):.3f}")
 
 
 if __name__ == "__main__":

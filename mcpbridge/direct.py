@@ -22,12 +22,14 @@ UNFORGETTER["MCP_DIRECT_CALLS"] = false serves everything through the SDK.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pydantic_core
 from django.conf import settings
+from django.utils import timezone
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import (
@@ -63,10 +65,10 @@ from mcpbridge.server import (
     first_read,
     validated_ahead,
 )
-from mcpbridge.threads import in_request_thread
+from mcpbridge.threads import in_request_thread, on_event_loop
 from memory.metrics import CALL_SECONDS
 from workspaces.after_answer import Work, collected, run_collected
-from workspaces.bearers import ReadAhead, kept_scope
+from workspaces.bearers import ReadAhead, kept_scope, use_recorded_recently
 from workspaces.exceptions import RateLimited, UnforgetterError
 from workspaces.limits import credential_slot_async, over_rate
 from workspaces.scope import AgentScope
@@ -96,6 +98,9 @@ class DirectToolCalls:
         self.app = app
         self.security = TransportSecurityMiddleware(security)
         self.server_info = server._lowlevel_server.server_info_stamp
+        # MCP POSTs this worker is serving, from their arrival until the work owed after their
+        # answer is done: a call runs on the event loop only when it is the only one.
+        self.serving = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -105,6 +110,17 @@ class DirectToolCalls:
         ):
             await self.app(scope, receive, send)
             return
+        self.serving += 1
+        try:
+            await self._post(scope, receive, send)
+        finally:
+            self.serving -= 1
+
+    def _alone(self) -> bool:
+        """Whether this worker serves no other MCP request now (answered or still owing work)."""
+        return self.serving == 1
+
+    async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
         token, version = _bearer_and_version(scope["headers"])
         kept = kept_scope(token) if token is not None else None
         if token is None or version is None or kept is None:
@@ -125,7 +141,7 @@ class DirectToolCalls:
             await self.app(scope, replay, send)
             return
         with CALL_SECONDS.labels(call.name).time():
-            answered = await _direct_result(token, kept, call.name, call.arguments, early)
+            answered = await _direct_result(token, kept, call.name, call.arguments, early, self._alone)
         if answered is None:
             await self.app(scope, replay, send)
             return
@@ -301,13 +317,19 @@ async def _buffered(receive: Receive, scope: Scope) -> tuple[bytes | None, Recei
 
 
 async def _direct_result(
-    token: str, kept: AgentScope, name: str, arguments: Mapping[str, Any], early: _Early | None = None
+    token: str,
+    kept: AgentScope,
+    name: str,
+    arguments: Mapping[str, Any],
+    early: _Early | None,
+    alone: Callable[[], bool],
 ) -> tuple[dict[str, Any], list[Work]] | None:
     """The tool's wire result in one unit of work, with the work it owes after its answer; or
     None for the SDK to answer instead. `kept` is the scope the credential was last resolved to
     in this process: a hint for the concurrency slot and the query's early embedding, while the
     credential is verified (and its scope read again) in the request thread. `early` is what
-    `_embedding_started` made of these very arguments, if it ran."""
+    `_embedding_started` made of these very arguments, if it ran. `alone` tells whether the
+    worker serves no other request: then a read runs on the event loop (`_on_loop`)."""
     hint = kept.connection_id
     try:
         async with credential_slot_async(hint):
@@ -318,6 +340,8 @@ async def _direct_result(
             else:
                 validated = validated_ahead(name, arguments)
                 embed_ahead(kept, validated)
+            if alone() and _on_loop(token, name):
+                return on_event_loop(_verified_call, token, kept, name, arguments, validated)
             return await in_request_thread(_verified_call, token, kept, name, arguments, validated)
     except RateLimited as refusal:
         # Refused by the slot, before the credential was checked (the SDK checks it first): the
@@ -326,6 +350,30 @@ async def _direct_result(
         if await in_request_thread(authenticated_here, token, hint):
             return results.error_wire(refusal), []
         return None
+
+
+# Tools whose calls only read (the work they owe after the answer, a bundle's cache entry, runs
+# in a request thread): one may hold the event loop for its few milliseconds.
+_READS = frozenset(("list_projects", "get_context", "search_memory"))
+# Verifying a credential whose use is due to be recorded (a write, once a minute) is left to a
+# request thread: on SQLite it may wait behind a writer, holding the loop if run there.
+_USE_RECORDED_WITHIN = timedelta(seconds=1)
+
+
+def _on_loop(token: str, name: str) -> bool:
+    """Whether a call of the only request this worker serves runs on its event loop's thread.
+
+    A request thread would cost two wake-ups (the call handed to it, its answer back to the
+    loop); the loop would meanwhile only wait. Never for a write (propose_memory), nor for a
+    credential whose verification writes its use. A request that arrives meanwhile is read once
+    the call is done (in a request thread it would have waited for the interpreter's lock);
+    requests read together take threads, as they count each other (tests/mcpbridge/test_direct.py).
+    """
+    return (
+        settings.UNFORGETTER["MCP_CALLS_ON_LOOP"]
+        and name in _READS
+        and use_recorded_recently(token, timezone.now() + _USE_RECORDED_WITHIN)
+    )
 
 
 def _verified_call(

@@ -429,6 +429,9 @@ UNFORGETTER = {
     # A stateless tools/call (either protocol era) of a credential this process has verified
     # before is answered in one unit of work, beside the SDK (mcpbridge.direct); false: the SDK.
     "MCP_DIRECT_CALLS": env.bool("MCP_DIRECT_CALLS", default=True),
+    # Such a call that only reads, while the worker serves no other request, runs on the event
+    # loop's own thread, without a thread hop (mcpbridge.direct); false: always a request thread.
+    "MCP_CALLS_ON_LOOP": env.bool("MCP_CALLS_ON_LOOP", default=True),
 }
 
 # /metrics: a bearer token for the scraper; with none, only loopback requests are answered.

@@ -24,6 +24,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from contextvars import ContextVar
+from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
@@ -34,7 +35,7 @@ from workspaces.models import Connection
 from workspaces.oauth import oauth_token_checksum
 from workspaces.prepared import Prepared, Read
 from workspaces.scope import AgentScope
-from workspaces.selectors import BearerMatch, connection_for_bearer
+from workspaces.selectors import BearerMatch, connection_for_bearer, last_used_is_stale
 
 MAX_KEPT = 10_000
 MAX_CREDENTIAL_LENGTH = 4096
@@ -181,6 +182,11 @@ class KeptBearers:
         kept = self._kept.get(self._key(raw))
         return None if kept is None else kept[2]
 
+    def match(self, raw: str) -> BearerMatch | None:
+        """The credential a kept resolution of `raw` found, unchecked: a hint, never authority."""
+        kept = self._kept.get(self._key(raw))
+        return None if kept is None else kept[1]
+
     def __len__(self) -> int:
         return len(self._kept)
 
@@ -198,6 +204,16 @@ def kept_scope(raw: str) -> AgentScope | None:
     if len(raw) > MAX_CREDENTIAL_LENGTH:
         return None
     return _kept.scope(raw)
+
+
+def use_recorded_recently(raw: str, now: datetime) -> bool:
+    """Whether verifying `raw` at `now` would write nothing, its use recorded less than
+    LAST_USED_RESOLUTION ago (mcpbridge.auth), as this process last saw its connection (a kept
+    resolution, whose connection `connection_touch` updates); False if it keeps none."""
+    if len(raw) > MAX_CREDENTIAL_LENGTH:
+        return False
+    kept = _kept.match(raw)
+    return kept is not None and not last_used_is_stale(kept.connection, now)
 
 
 def bearer_verified(raw: str, also: ReadAhead | None = None) -> tuple[BearerMatch, AgentScope] | None:

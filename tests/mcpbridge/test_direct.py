@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -33,6 +36,7 @@ from tests.readpath import (  # noqa: F401
     rpc_body,
     rpc_headers,
 )
+from unforgetter.asgi import Router
 from workspaces import limits
 from workspaces.models import Connection
 from workspaces.scope import AgentScope
@@ -347,3 +351,161 @@ def test_a_ranked_calls_query_starts_embedding_before_its_credential_is_checked(
     held = json.loads(raw_call(live.mcp_url, token, "get_context", task).content)["result"]
     assert held["structuredContent"]["error"]["code"] == "rate_limited"
     assert not [event for event in events if event.startswith("embed")]
+
+
+@pytest.fixture
+def ran_in(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """(tool, the thread it ran in: "loop" or "request thread") of every call the direct path ran."""
+    calls: list[tuple[str, str]] = []
+    real = direct._verified_call
+
+    def recorded(token: str, kept: AgentScope, name: str, arguments: Any, validated: Any = None) -> Any:
+        thread = threading.current_thread().name
+        calls.append((name, "request thread" if thread.startswith("mcp-request") else thread))
+        return real(token, kept, name, arguments, validated)
+
+    monkeypatch.setattr(direct, "_verified_call", recorded)
+    return calls
+
+
+def _idle(live: LiveServer) -> None:
+    """Wait until the server serves no MCP request (their work owed after the answer done)."""
+    router = live.server.config.app
+    assert isinstance(router, Router)
+    calls = router.mcp_app
+    assert isinstance(calls, direct.DirectToolCalls)
+    deadline = time.monotonic() + 10
+    while calls.serving:
+        assert time.monotonic() < deadline, "the server still serves a request"
+        time.sleep(0.005)
+
+
+def _calls_of_each_tool(live: LiveServer, tenant: Tenant, token: str) -> None:
+    add_item(tenant.projects["platform"], "invoice-worker retries failed payments three times")
+    proposal = {
+        "project_id": "platform",
+        "request_id": "on-loop-0001",
+        "change": {"op": "add_fact", "kind": "fact", "text": "The staging database is rebuilt on Sundays."},
+        "evidence": [{"ref": "notes/staging.md", "trust": "trusted"}],
+    }
+    for tool, arguments in (
+        ("list_projects", {}),
+        ("get_context", {"project_id": "platform", "task": "Change the retry policy of invoice-worker"}),
+        ("search_memory", {"project_id": "platform", "query": "How often does invoice-worker retry?"}),
+        ("propose_memory", proposal),
+    ):
+        _idle(live)
+        answered = json.loads(raw_call(live.mcp_url, token, tool, arguments).content)["result"]
+        assert answered["isError"] is False, answered
+
+
+def test_the_only_call_a_worker_serves_runs_on_its_event_loop_if_it_only_reads(
+    live: LiveServer, tenant: Tenant, ran_in: list[tuple[str, str]]
+) -> None:
+    token, _ = tenant.issue()
+    _warm(live, token)
+    _calls_of_each_tool(live, tenant, token)
+    assert ran_in == [
+        ("list_projects", "live-asgi"),  # the live server's event loop (tests.conftest)
+        ("get_context", "live-asgi"),
+        ("search_memory", "live-asgi"),
+        ("propose_memory", "request thread"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [{"MCP_CALLS_ON_LOOP": False}, {"LAST_USED_RESOLUTION": timedelta(0)}],
+    ids=["switched off", "the credential's use written on every call"],
+)
+def test_calls_run_in_request_threads_when_switched_off_or_when_verifying_writes(
+    live: LiveServer, tenant: Tenant, ran_in: list[tuple[str, str]], setting: dict[str, Any]
+) -> None:
+    token, connection = tenant.issue()
+    _warm(live, token)
+    with override_settings(UNFORGETTER={**settings.UNFORGETTER, **setting}):
+        _calls_of_each_tool(live, tenant, token)
+    assert [thread for _, thread in ran_in] == ["request thread"] * 4
+    if "LAST_USED_RESOLUTION" in setting:  # and each call still wrote it
+        connection.refresh_from_db()
+        assert connection.last_used_at is not None
+
+
+def test_a_call_arriving_while_another_is_served_runs_in_a_request_thread(
+    live: LiveServer, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop stays free for other requests while one is under way: a lone read holds it only
+    when nothing else is in progress."""
+    token, _ = tenant.issue()
+    other, _ = tenant.issue(actor="other@tests")  # a credential's own calls queue for its slot
+    _warm(live, token)
+    _warm(live, other)
+    real = direct._verified_call
+    proposing, release = threading.Event(), threading.Event()
+    threads: dict[str, str] = {}
+
+    def held(token: str, kept: AgentScope, name: str, arguments: Any, validated: Any = None) -> Any:
+        threads[name] = threading.current_thread().name
+        if name == "propose_memory":
+            proposing.set()
+            assert release.wait(10)
+        return real(token, kept, name, arguments, validated)
+
+    monkeypatch.setattr(direct, "_verified_call", held)
+    proposal = {"project_id": "platform", "request_id": "on-loop-0002", "change": {"op": "add_fact"}}
+    _idle(live)
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(raw_call, live.mcp_url, token, "propose_memory", proposal)
+        assert proposing.wait(10)
+        try:
+            listed = raw_call(live.mcp_url, other, "list_projects", {})
+        finally:
+            release.set()
+        assert pending.result(10).status_code == 200
+    assert listed.status_code == 200
+    assert threads["list_projects"].startswith("mcp-request")
+    assert threads["propose_memory"].startswith("mcp-request")
+
+
+def test_requests_that_queued_while_the_loop_was_busy_run_in_request_threads(
+    live: LiveServer, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requests sent while a call holds the event loop are read together once it is done; none
+    of them then holds the loop while the others wait to be read. Each agent keeps its
+    connection alive, as MCP clients do."""
+    tokens = [tenant.issue(actor=f"agent-{i}@tests")[0] for i in range(3)]
+    agents = [httpx.Client(timeout=30) for _ in tokens]
+
+    def call(agent: httpx.Client, token: str) -> httpx.Response:
+        body = json.dumps(rpc_body("tools/call", {"name": "list_projects", "arguments": {}}))
+        return agent.post(live.mcp_url, content=body, headers=rpc_headers(token, name="list_projects"))
+
+    for agent, token in zip(agents, tokens, strict=True):
+        assert call(agent, token).status_code == 200  # known here, its connection open
+    real = direct._verified_call
+    holding, release = threading.Event(), threading.Event()
+    threads: dict[str, str] = {}
+
+    def held(token: str, kept: AgentScope, name: str, arguments: Any, validated: Any = None) -> Any:
+        threads[token] = threading.current_thread().name
+        if token == tokens[0]:
+            holding.set()
+            assert release.wait(10)
+        return real(token, kept, name, arguments, validated)
+
+    monkeypatch.setattr(direct, "_verified_call", held)
+    _idle(live)
+    with ThreadPoolExecutor(3) as pool:
+        answers = [pool.submit(call, agents[0], tokens[0])]
+        assert holding.wait(10)
+        try:
+            answers += [pool.submit(call, agents[i], tokens[i]) for i in (1, 2)]
+            time.sleep(0.3)  # both sent, waiting to be read
+        finally:
+            release.set()
+        assert [answer.result(10).status_code for answer in answers] == [200] * 3
+    for agent in agents:
+        agent.close()
+    assert threads[tokens[0]] == "live-asgi"
+    assert threads[tokens[1]].startswith("mcp-request")
+    assert threads[tokens[2]].startswith("mcp-request")
