@@ -150,7 +150,11 @@ class DirectToolCalls:
         headers = [(b"content-length", str(len(encoded)).encode()), *_JSON_HEADERS]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": encoded})
-        if owed:  # what the answer did not wait for (workspaces.after_answer)
+        if not owed:  # what the answer did not wait for (workspaces.after_answer)
+            return
+        if self._alone() and settings.UNFORGETTER["MCP_CALLS_ON_LOOP"]:
+            on_event_loop(run_collected, owed)  # the answer is sent: the loop only waits
+        else:
             await in_request_thread(run_collected, owed)
 
     async def _acceptable(self, request: Request) -> bool:

@@ -23,6 +23,7 @@ from django.test import override_settings
 
 from mcpbridge import direct
 from mcpbridge.direct import MAX_BODY
+from mcpbridge.server import TOOLS
 from memory import retrieval
 from memory.embeddings import embedder
 from memory.services.embeddings import embeddings_refresh
@@ -38,6 +39,7 @@ from tests.readpath import (  # noqa: F401
 )
 from unforgetter.asgi import Router
 from workspaces import limits
+from workspaces.after_answer import run_collected
 from workspaces.models import Connection
 from workspaces.scope import AgentScope
 from workspaces.services import connection_revoke
@@ -359,12 +361,20 @@ def ran_in(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
     calls: list[tuple[str, str]] = []
     real = direct._verified_call
 
+    def thread() -> str:
+        name = threading.current_thread().name
+        return "request thread" if name.startswith("mcp-request") else name
+
     def recorded(token: str, kept: AgentScope, name: str, arguments: Any, validated: Any = None) -> Any:
-        thread = threading.current_thread().name
-        calls.append((name, "request thread" if thread.startswith("mcp-request") else thread))
+        calls.append((name, thread()))
         return real(token, kept, name, arguments, validated)
 
+    def owed(work: list[Any]) -> None:
+        calls.append(("owed after the answer", thread()))
+        run_collected(work)
+
     monkeypatch.setattr(direct, "_verified_call", recorded)
+    monkeypatch.setattr(direct, "run_collected", owed)
     return calls
 
 
@@ -408,6 +418,7 @@ def test_the_only_call_a_worker_serves_runs_on_its_event_loop_if_it_only_reads(
     assert ran_in == [
         ("list_projects", "live-asgi"),  # the live server's event loop (tests.conftest)
         ("get_context", "live-asgi"),
+        ("owed after the answer", "live-asgi"),  # the bundle kept in the cache, once it is sent
         ("search_memory", "live-asgi"),
         ("propose_memory", "request thread"),
     ]
@@ -425,7 +436,11 @@ def test_calls_run_in_request_threads_when_switched_off_or_when_verifying_writes
     _warm(live, token)
     with override_settings(UNFORGETTER={**settings.UNFORGETTER, **setting}):
         _calls_of_each_tool(live, tenant, token)
-    assert [thread for _, thread in ran_in] == ["request thread"] * 4
+    assert [thread for name, thread in ran_in if name in TOOLS] == ["request thread"] * 4
+    # The bundle's cache entry, owed after the answer, writes no use: switched off, it too
+    # takes a thread.
+    owed = "request thread" if "MCP_CALLS_ON_LOOP" in setting else "live-asgi"
+    assert ("owed after the answer", owed) in ran_in
     if "LAST_USED_RESOLUTION" in setting:  # and each call still wrote it
         connection.refresh_from_db()
         assert connection.last_used_at is not None
