@@ -356,8 +356,8 @@ async def _direct_result(
         return None
 
 
-# Tools whose calls only read (the work they owe after the answer, a bundle's cache entry, runs
-# in a request thread): one may hold the event loop for its few milliseconds.
+# Tools whose calls only read (what they owe after the answer is a bundle's cache entry): one
+# may hold the event loop for its few milliseconds.
 _READS = frozenset(("list_projects", "get_context", "search_memory"))
 # Verifying a credential whose use is due to be recorded (a write, once a minute) is left to a
 # request thread: on SQLite it may wait behind a writer, holding the loop if run there.
