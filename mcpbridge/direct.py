@@ -66,6 +66,7 @@ from mcpbridge.server import (
     validated_ahead,
 )
 from mcpbridge.threads import in_request_thread, on_event_loop
+from memory.embeddings import embedder_failing
 from memory.metrics import CALL_SECONDS
 from workspaces.after_answer import Work, collected, run_collected
 from workspaces.bearers import ReadAhead, kept_scope, use_recorded_recently
@@ -369,14 +370,17 @@ def _on_loop(token: str, name: str) -> bool:
 
     A request thread would cost two wake-ups (the call handed to it, its answer back to the
     loop); the loop would meanwhile only wait. Never for a write (propose_memory), nor for a
-    credential whose verification writes its use. A request that arrives meanwhile is read once
-    the call is done (in a request thread it would have waited for the interpreter's lock);
-    requests read together take threads, as they count each other (tests/mcpbridge/test_direct.py).
+    credential whose verification writes its use, nor while the embedder fails: one that hangs
+    holds a call for its timeout (memory.embeddings.shared), which must not be the loop's again
+    until it answers. A request that arrives meanwhile is read once the call is done (in a
+    request thread it would have waited for the interpreter's lock); requests read together
+    take threads, as they count each other (tests/mcpbridge/test_direct.py).
     """
     return (
         settings.UNFORGETTER["MCP_CALLS_ON_LOOP"]
         and name in _READS
         and use_recorded_recently(token, timezone.now() + _USE_RECORDED_WITHIN)
+        and not embedder_failing()
     )
 
 

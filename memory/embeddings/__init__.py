@@ -191,6 +191,10 @@ class _QueryVectors:
             raise EmbedderResting(f"{model.name} failed less than {RESTING_SECONDS:.0f} s ago")
         return self._embedded(model, text)
 
+    def failing(self, name: str) -> bool:
+        """Whether the embedder `name` failed the last text it was sent (none answered since)."""
+        return name in self._failed
+
     def _resting(self, name: str) -> bool:
         failed = self._failed.get(name)
         return failed is not None and time.monotonic() - failed < RESTING_SECONDS
@@ -280,3 +284,9 @@ class _Answer:
 
 
 query_vectors = _QueryVectors(QUERY_CACHE_SIZE)
+
+
+def embedder_failing() -> bool:
+    """Whether the configured embedder failed the last query text it was sent (none answered since)."""
+    model = embedder()
+    return model is not None and query_vectors.failing(model.name)

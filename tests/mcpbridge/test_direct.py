@@ -24,8 +24,8 @@ from django.test import override_settings
 from mcpbridge import direct
 from mcpbridge.direct import MAX_BODY
 from mcpbridge.server import TOOLS
-from memory import retrieval
-from memory.embeddings import embedder
+from memory import embeddings, retrieval
+from memory.embeddings import embedder, query_vectors
 from memory.services.embeddings import embeddings_refresh
 from tests.conftest import LiveServer, Tenant
 from tests.readpath import (  # noqa: F401
@@ -524,3 +524,51 @@ def test_requests_that_queued_while_the_loop_was_busy_run_in_request_threads(
     assert threads[tokens[0]] == "live-asgi"
     assert threads[tokens[1]].startswith("mcp-request")
     assert threads[tokens[2]].startswith("mcp-request")
+
+
+class _Refusing:
+    """An embedder whose endpoint refuses every text."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def embed(self, texts: list[str]) -> Any:
+        raise ConnectionError("connection refused")
+
+
+def test_while_the_embedder_fails_calls_take_request_threads(
+    live: LiveServer, tenant: Tenant, ran_in: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An embedder that hangs holds a call for its timeout: after a failure, not the loop's."""
+    add_item(tenant.projects["platform"], "invoice-worker retries failed payments three times")
+    embeddings_refresh()  # the project has vectors: its calls embed their texts
+    working, build = embedder(), embeddings._build
+    assert working is not None
+    token, _ = tenant.issue()
+    _warm(live, token)
+    monkeypatch.setattr(embeddings, "RESTING_SECONDS", 0.0)  # asked again on the next call
+    query_vectors.clear()
+
+    def ranked(task: str) -> None:
+        _idle(live)
+        arguments = {"project_id": "platform", "task": task}
+        assert (
+            json.loads(raw_call(live.mcp_url, token, "get_context", arguments).content)["result"]["isError"]
+            is False
+        )
+
+    monkeypatch.setattr(embeddings, "_build", lambda *_: _Refusing(working.name))
+    monkeypatch.setattr(embeddings, "_configured", {})
+    ranked("Change the retry policy of invoice-worker")  # on the loop: it has not failed yet
+    ranked("Raise the retry limit of invoice-worker")  # it failed: a request thread
+    monkeypatch.setattr(embeddings, "_build", build)
+    monkeypatch.setattr(embeddings, "_configured", {})
+    ranked("Lower the retry limit of invoice-worker")  # a request thread, and it answers
+    ranked("Remove the retry limit of invoice-worker")  # the loop's again
+    assert [thread for name, thread in ran_in if name == "get_context"] == [
+        "live-asgi",
+        "request thread",
+        "request thread",
+        "live-asgi",
+    ]
+    query_vectors.clear()
