@@ -370,11 +370,12 @@ def _on_loop(token: str, name: str) -> bool:
 
     A request thread would cost two wake-ups (the call handed to it, its answer back to the
     loop); the loop would meanwhile only wait. Never for a write (propose_memory), nor for a
-    credential whose verification writes its use, nor while the embedder fails: one that hangs
-    holds a call for its timeout (memory.embeddings.shared), which must not be the loop's again
-    until it answers. A request that arrives meanwhile is read once the call is done (in a
-    request thread it would have waited for the interpreter's lock); requests read together
-    take threads, as they count each other (tests/mcpbridge/test_direct.py).
+    credential whose verification writes its use, nor while the embedder fails (a call on the
+    loop waits for its vector at most `LOOP_HELD_SECONDS`, memory.embeddings, and one that gave
+    up counts as a failure until the embedder answers). A request that arrives meanwhile is
+    read once the call is done (in a request thread it would have waited for the interpreter's
+    lock); requests read together take threads, as they count each other
+    (tests/mcpbridge/test_direct.py).
     """
     return (
         settings.UNFORGETTER["MCP_CALLS_ON_LOOP"]

@@ -25,7 +25,7 @@ from typing import ParamSpec, TypeVar
 
 from django.conf import settings
 
-from workspaces.units import release_connections
+from workspaces.units import holding_loop, release_connections
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -60,6 +60,7 @@ def on_event_loop(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
+    context.run(holding_loop)  # what the unit waits for, it bounds (memory.embeddings)
     unit: Callable[[], T] = functools.partial(_unit, fn, *args, **kwargs)
     asyncio._set_running_loop(None)
     try:

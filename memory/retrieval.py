@@ -47,7 +47,7 @@ from django.db import connections
 from django.db.models import QuerySet
 
 from memory import search
-from memory.embeddings import Embedder, EmbedderResting, embedder, pgvector, query_vectors
+from memory.embeddings import LOOP_HELD_SECONDS, Embedder, EmbedderResting, embedder, pgvector, query_vectors
 from memory.embeddings.index import VectorIndex, indexes, newest_sql
 from memory.embeddings.pgvector import ProjectVectors
 from memory.lexical_index import Hit, LexicalIndex, Probe, compound_words, compounds, lexical_indexes, words
@@ -56,6 +56,7 @@ from memory.query_limits import bounded_query
 from workspaces.models import Project
 from workspaces.prepared import Beside
 from workspaces.scope import AgentScope
+from workspaces.units import holds_loop
 
 logger = logging.getLogger(__name__)
 
@@ -490,10 +491,11 @@ def _query_vector(model: Embedder, query: str) -> np.ndarray | None:
     The call is then ranked by its words alone, as an item without a vector is: each result's
     `why` says so, and the agent still gets an answer rather than an error. The failure is
     logged for the operator, without a traceback, at most once a minute; for a few seconds
-    after a failure the embedder is not asked (`embeddings.RESTING_SECONDS`).
+    after a failure the embedder is not asked (`embeddings.RESTING_SECONDS`). A call that holds
+    the event loop waits for the vector at most `LOOP_HELD_SECONDS` (`EmbedderSlow`).
     """
     try:
-        return query_vectors.get(model, query)
+        return query_vectors.get(model, query, within=LOOP_HELD_SECONDS if holds_loop() else None)
     except EmbedderResting:
         return None  # it failed a moment ago, and that was logged
     except Exception as exc:

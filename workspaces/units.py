@@ -7,7 +7,23 @@ left unusable or inside a transaction is closed, never handed to the next unit.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 from django.db import connections
+
+# Set in a unit run on the event loop's own thread (mcpbridge.threads.on_event_loop): whatever it
+# waits for, every request of its process waits for too.
+_holds_loop: ContextVar[bool] = ContextVar("unforgetter_holds_loop", default=False)
+
+
+def holds_loop() -> bool:
+    """Whether the current unit of work runs on the event loop's thread (and holds it)."""
+    return _holds_loop.get()
+
+
+def holding_loop() -> None:
+    """Mark the current context's unit as run on the event loop (a copy made for the unit)."""
+    _holds_loop.set(True)
 
 
 def release_connections() -> None:

@@ -21,7 +21,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Protocol
 
@@ -43,6 +43,11 @@ PREFETCH_THREADS = 2
 # (the call ended first: a bundle served from the cache, a credential refused) has it read by
 # the query cache's own thread, and the connection goes back to the next text.
 UNREAD_SECONDS = 0.25
+# A call that holds the event loop (mcpbridge.threads.on_event_loop) waits at most this long for
+# its text's vector, then ranks by words: a shared embedder that hangs would hold it, and every
+# request of its process, for the socket's timeout. A text takes milliseconds, 8 at once a few
+# tens. Until the embedder answers again, calls take request threads (`embedder_failing`).
+LOOP_HELD_SECONDS = 1.0
 
 
 class Embedder(Protocol):
@@ -151,6 +156,10 @@ class EmbedderResting(RuntimeError):
     """The embedder failed a moment ago: queries are not sent to it until `RESTING_SECONDS` pass."""
 
 
+class EmbedderSlow(RuntimeError):
+    """A call holding the event loop had no vector within `LOOP_HELD_SECONDS`."""
+
+
 class _QueryVectors:
     """The vector of each recent query or task text, per embedder: a repeated question costs nothing.
 
@@ -173,10 +182,14 @@ class _QueryVectors:
         self._pending: dict[tuple[str, str], Future[np.ndarray] | _Answer] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._failed: dict[str, float] = {}  # embedder name: when it last failed a text
+        self._slow: set[str] = set()  # embedders a loop-held call gave up waiting for
         self._unread: queue.SimpleQueue[tuple[float, _Answer]] = queue.SimpleQueue()
         self._reader: threading.Thread | None = None
 
-    def get(self, model: Embedder, text: str) -> np.ndarray:
+    def get(self, model: Embedder, text: str, within: float | None = None) -> np.ndarray:
+        """The text's vector; with `within`, `EmbedderSlow` if it takes longer than that many
+        seconds (its answer is still kept when it comes), and the embedder counts as failing
+        until it answers (`failing`)."""
         key = (model.name, text)
         with self._lock:
             cached = self._vectors.get(key)
@@ -185,15 +198,26 @@ class _QueryVectors:
                 return cached
             pending = self._pending.get(key)
             resting = self._resting(model.name)
-        if pending is not None:
-            return pending.result()
-        if resting:
+        if resting and pending is None:
             raise EmbedderResting(f"{model.name} failed less than {RESTING_SECONDS:.0f} s ago")
-        return self._embedded(model, text)
+        if within is None:
+            return pending.result() if pending is not None else self._embedded(model, text)
+        if pending is None:
+            self.prefetch(model, text)
+            with self._lock:
+                pending = self._pending.get(key)
+            if pending is None:  # embedded meanwhile, or failed at once
+                return self.get(model, text)
+        if not _finishes(pending, within):
+            with self._lock:
+                self._slow.add(model.name)
+            raise EmbedderSlow(f"{model.name} did not answer within {within:g} s")
+        return pending.result()
 
     def failing(self, name: str) -> bool:
-        """Whether the embedder `name` failed the last text it was sent (none answered since)."""
-        return name in self._failed
+        """Whether the embedder `name` failed (or was too slow for) the last text it was sent,
+        and has answered none since."""
+        return name in self._failed or name in self._slow
 
     def _resting(self, name: str) -> bool:
         failed = self._failed.get(name)
@@ -233,6 +257,7 @@ class _QueryVectors:
             raise
         with self._lock:
             self._failed.pop(model.name, None)
+            self._slow.discard(model.name)
             self._vectors[key] = vector
             while len(self._vectors) > self._size:
                 self._vectors.popitem(last=False)
@@ -260,6 +285,14 @@ class _QueryVectors:
         with self._lock:
             self._vectors.clear()
             self._failed.clear()
+            self._slow.clear()
+
+
+def _finishes(pending: Future[np.ndarray] | _Answer, within: float) -> bool:
+    """Whether a text under way has its vector (or error) within `within` seconds."""
+    if isinstance(pending, Future):
+        return bool(wait([pending], timeout=within).done)
+    return pending.wait(within)
 
 
 class _Answer:
@@ -277,6 +310,9 @@ class _Answer:
 
     def done(self) -> bool:
         return self._asked.ready()
+
+    def wait(self, timeout: float) -> bool:
+        return self._asked.wait(timeout)
 
     @property
     def unread(self) -> bool:

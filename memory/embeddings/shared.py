@@ -15,6 +15,7 @@ This module imports neither Django nor ONNX Runtime: the service imports its fra
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -231,6 +232,23 @@ class Asked:
             return stream is None or bool(select.select([stream], [], [], 0)[0])
         except (OSError, ValueError):  # read and closed by another thread meanwhile
             return True
+
+    def wait(self, timeout: float) -> bool:
+        """Whether the vector can be had within `timeout` seconds (read, or its answer arrived);
+        False, having waited that long, if not."""
+        deadline = time.monotonic() + timeout
+        stream = self._stream
+        if stream is not None:
+            with contextlib.suppress(OSError, ValueError):  # taken by another thread meanwhile
+                if select.select([stream], [], [], timeout)[0]:
+                    return True
+            if self._stream is stream:
+                return False
+        # Taken by another thread, which holds the lock until the vector (or error) is in.
+        if not self._lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            return False
+        self._lock.release()
+        return True
 
     def vector(self) -> np.ndarray:
         """The text's vector (read from its connection by the first caller, who may wait for

@@ -572,3 +572,50 @@ def test_while_the_embedder_fails_calls_take_request_threads(
         "live-asgi",
     ]
     query_vectors.clear()
+
+
+class _Sleepy:
+    """An embedder that answers as `like` does, `seconds` late."""
+
+    def __init__(self, like: Any, seconds: float) -> None:
+        self.name = like.name
+        self._like = like
+        self._seconds = seconds
+
+    def embed(self, texts: list[str]) -> Any:
+        time.sleep(self._seconds)
+        return self._like.embed(texts)
+
+
+def test_a_call_on_the_loop_waits_for_its_vector_a_bounded_time(
+    live: LiveServer, tenant: Tenant, ran_in: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It ranks by words after LOOP_HELD_SECONDS; calls take threads until the embedder answers."""
+    add_item(tenant.projects["platform"], "invoice-worker retries failed payments three times")
+    embeddings_refresh()
+    working, configured = embedder(), dict(embeddings._configured)
+    token, _ = tenant.issue()
+    _warm(live, token)
+    monkeypatch.setattr(retrieval, "LOOP_HELD_SECONDS", 0.05)
+    query_vectors.clear()
+
+    def why(query: str) -> str:
+        _idle(live)
+        answered = raw_call(live.mcp_url, token, "search_memory", {"project_id": "platform", "query": query})
+        results = json.loads(answered.content)["result"]["structuredContent"]["results"]
+        return str(results[0]["why"])
+
+    monkeypatch.setattr(embeddings, "_build", lambda *_: _Sleepy(working, 1.0))
+    monkeypatch.setattr(embeddings, "_configured", {})
+    # On the loop: its vector is a second away, so it is answered by its words.
+    assert why("How often does invoice-worker retry?") == "matches words of the query"
+    # In a request thread, which waits for its vector; then the embedder has answered.
+    assert "meaning" in why("How many times does invoice-worker retry?")
+    monkeypatch.setattr(embeddings, "_configured", configured)  # the model as it was, loaded
+    assert "meaning" in why("What does invoice-worker do when a payment fails?")  # the loop's again
+    assert [thread for name, thread in ran_in if name == "search_memory"] == [
+        "live-asgi",
+        "request thread",
+        "live-asgi",
+    ]
+    query_vectors.clear()

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -406,9 +407,12 @@ def test_answers_no_call_read_are_read_later_and_their_connections_used_again(
     assert np.array_equal(vectors.get(model, "round 1, text 3"), own.embed(["round 1, text 3"])[0])
 
 
-def _fake_service(path: Path, answers: list[bytes | None]) -> threading.Thread:
+def _fake_service(
+    path: Path, answers: list[bytes | None], gate: threading.Event | None = None
+) -> threading.Thread:
     """A service at `path` that takes one connection per entry of `answers` and reads a text on
-    it, then answers with the entry's frame or, for None, closes the connection unanswered."""
+    it, then (once `gate` is set, if given) answers with the entry's frame or, for None, closes
+    the connection unanswered."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path))
     listener.listen(len(answers))
@@ -419,6 +423,7 @@ def _fake_service(path: Path, answers: list[bytes | None]) -> threading.Thread:
                 stream, _ = listener.accept()
                 with stream:
                     assert shared.read_frame(stream) is not None
+                    assert gate is None or gate.wait(DEADLINE)
                     if answer is not None:
                         shared.write_frame(stream, answer)
 
@@ -466,3 +471,34 @@ def test_asking_never_waits_for_a_service_that_takes_no_connection(socket_path: 
         assert model._asking == 0
     for stream in waiting:
         stream.close()
+
+
+def test_a_bounded_wait_gives_up_on_a_late_answer_and_keeps_it_when_it_comes(socket_path: Path) -> None:
+    vector = np.array([0.5, -0.5, 0.5, -0.5], dtype="<f4")
+    gate = threading.Event()
+    answer = shared.VECTORS + vector.tobytes()
+    service_ = _fake_service(socket_path, [answer, answer], gate)
+    model = shared.SharedEmbedder(socket_path, name="fake", dimensions=4)
+    vectors = embeddings._QueryVectors(64)
+    vectors.prefetch(model, "waited for here")
+    vectors.prefetch(model, "read by another thread")
+    with pytest.raises(embeddings.EmbedderSlow):
+        vectors.get(model, "waited for here", within=0.05)
+    assert vectors.failing("fake")
+    # The other text's answer is being read by another thread (which holds its connection):
+    # a bounded wait waits for that thread, and gives up just the same.
+    reader = ThreadPoolExecutor(1)
+    read = reader.submit(vectors.get, model, "read by another thread")
+    taken = vectors._pending[("fake", "read by another thread")]
+    assert isinstance(taken, embeddings._Answer)  # sent ahead on a connection of its own
+    wait_until(lambda: not taken.unread, timeout=DEADLINE, what="the answer taken by the reader")
+    with pytest.raises(embeddings.EmbedderSlow):
+        vectors.get(model, "read by another thread", within=0.05)
+    gate.set()
+    assert np.array_equal(read.result(DEADLINE), vector)
+    assert np.array_equal(vectors.get(model, "read by another thread", within=DEADLINE), vector)
+    assert np.array_equal(vectors.get(model, "waited for here", within=DEADLINE), vector)
+    assert not vectors.failing("fake")  # it answered
+    reader.shutdown()
+    service_.join(timeout=DEADLINE)
+    assert not service_.is_alive()
