@@ -67,7 +67,7 @@ from mcpbridge.server import (
 )
 from mcpbridge.threads import in_request_thread, on_event_loop
 from memory.embeddings import embedder_failing
-from memory.metrics import CALL_SECONDS
+from memory.metrics import CALL_SECONDS, CALLS_RUN
 from workspaces.after_answer import Work, collected, run_collected
 from workspaces.bearers import ReadAhead, kept_scope, use_recorded_recently
 from workspaces.exceptions import RateLimited, UnforgetterError
@@ -346,7 +346,9 @@ async def _direct_result(
                 validated = validated_ahead(name, arguments)
                 embed_ahead(kept, validated)
             if alone() and _on_loop(token, name):
+                CALLS_RUN.labels(name, "event_loop").inc()
                 return on_event_loop(_verified_call, token, kept, name, arguments, validated)
+            CALLS_RUN.labels(name, "request_thread").inc()
             return await in_request_thread(_verified_call, token, kept, name, arguments, validated)
     except RateLimited as refusal:
         # Refused by the slot, before the credential was checked (the SDK checks it first): the

@@ -1,5 +1,5 @@
-"""Prometheus metrics: call latency by tool, refusals by limit, proposals by status, lag, and
-whether the shared embedder answers.
+"""Prometheus metrics: call latency by tool, where direct calls ran, refusals by limit,
+proposals by status, lag, and whether the shared embedder answers.
 
 Latency and refusals are counted in each serving process (scrape each worker, or set
 PROMETHEUS_MULTIPROC_DIR to aggregate them, prometheus_client's multi-process mode); proposals
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
@@ -26,6 +26,14 @@ CALL_SECONDS = Histogram(
     "Time to answer one agent call, by tool (MCP) or endpoint (REST), refusals included.",
     ["tool"],
     buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+
+# Where the unit of a directly answered MCP call ran (mcpbridge.direct): `event_loop` for a read
+# that was the only request of its worker, else `request_thread`.
+CALLS_RUN = Counter(
+    "unforgetter_mcp_calls_run",
+    "MCP tool calls answered directly, by tool and where their work ran (event_loop or request_thread).",
+    ["tool", "ran_on"],
 )
 
 
@@ -69,5 +77,6 @@ def metrics_text() -> bytes:
         MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     else:
         registry.register(CALL_SECONDS)
+        registry.register(CALLS_RUN)
     registry.register(_FleetCollector())
     return generate_latest(registry)

@@ -409,12 +409,31 @@ def _calls_of_each_tool(live: LiveServer, tenant: Tenant, token: str) -> None:
         assert answered["isError"] is False, answered
 
 
+_RUN = re.compile(r'^unforgetter_mcp_calls_run_total\{ran_on="(\w+)",tool="(\w+)"\} ([0-9.]+)$', re.M)
+
+
+def _runs(live: LiveServer) -> dict[tuple[str, str], float]:
+    """/metrics' count of directly answered calls, by (tool, where their work ran)."""
+    text = httpx.get(f"{live.url}/metrics", timeout=30).text
+    return {(tool, ran_on): float(count) for ran_on, tool, count in _RUN.findall(text)}
+
+
 def test_the_only_call_a_worker_serves_runs_on_its_event_loop_if_it_only_reads(
     live: LiveServer, tenant: Tenant, ran_in: list[tuple[str, str]]
 ) -> None:
     token, _ = tenant.issue()
     _warm(live, token)
+    before = _runs(live)
     _calls_of_each_tool(live, tenant, token)
+    after = _runs(live)
+    # /metrics counts where they ran, for the operator.
+    for tool, ran_on in (
+        ("list_projects", "event_loop"),
+        ("get_context", "event_loop"),
+        ("search_memory", "event_loop"),
+        ("propose_memory", "request_thread"),
+    ):
+        assert after[tool, ran_on] - before.get((tool, ran_on), 0.0) == 1.0
     assert ran_in == [
         ("list_projects", "live-asgi"),  # the live server's event loop (tests.conftest)
         ("get_context", "live-asgi"),
