@@ -177,15 +177,11 @@ class KeptBearers:
             while len(self._kept) > self._size:
                 self._kept.popitem(last=False)
 
-    def scope(self, raw: str) -> AgentScope | None:
-        """The authority a kept resolution of `raw` carried, unchecked: a hint, never authority."""
+    def hint(self, raw: str) -> tuple[BearerMatch, AgentScope] | None:
+        """The credential a kept resolution of `raw` found and the authority it carried,
+        unchecked: a hint, never authority."""
         kept = self._kept.get(self._key(raw))
-        return None if kept is None else kept[2]
-
-    def match(self, raw: str) -> BearerMatch | None:
-        """The credential a kept resolution of `raw` found, unchecked: a hint, never authority."""
-        kept = self._kept.get(self._key(raw))
-        return None if kept is None else kept[1]
+        return None if kept is None else kept[1:]
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -201,19 +197,20 @@ def kept_scope(raw: str) -> AgentScope | None:
     embedding started early: see mcpbridge.direct), never for what is answered: the credential
     itself must still be verified by `bearer_verified`.
     """
-    if len(raw) > MAX_CREDENTIAL_LENGTH:
-        return None
-    return _kept.scope(raw)
+    kept = _kept_hint(raw)
+    return None if kept is None else kept[1]
 
 
 def use_recorded_recently(raw: str, now: datetime) -> bool:
     """Whether verifying `raw` at `now` would write nothing, its use recorded less than
     LAST_USED_RESOLUTION ago (mcpbridge.auth), as this process last saw its connection (a kept
     resolution, whose connection `connection_touch` updates); False if it keeps none."""
-    if len(raw) > MAX_CREDENTIAL_LENGTH:
-        return False
-    kept = _kept.match(raw)
-    return kept is not None and not last_used_is_stale(kept.connection, now)
+    kept = _kept_hint(raw)
+    return kept is not None and not last_used_is_stale(kept[0].connection, now)
+
+
+def _kept_hint(raw: str) -> tuple[BearerMatch, AgentScope] | None:
+    return None if len(raw) > MAX_CREDENTIAL_LENGTH else _kept.hint(raw)
 
 
 def bearer_verified(raw: str, also: ReadAhead | None = None) -> tuple[BearerMatch, AgentScope] | None:

@@ -227,11 +227,7 @@ class Asked:
 
     def ready(self) -> bool:
         """Whether the vector can be had without waiting: read, or its answer has arrived."""
-        stream = self._stream
-        try:
-            return stream is None or bool(select.select([stream], [], [], 0)[0])
-        except (OSError, ValueError):  # read and closed by another thread meanwhile
-            return True
+        return self.wait(0.0)
 
     def wait(self, timeout: float) -> bool:
         """Whether the vector can be had within `timeout` seconds (read, or its answer arrived);
