@@ -2,8 +2,9 @@
 
 import numpy as np
 
-POPCOUNT: str
-
+def popcounts() -> tuple[str, ...]: ...
+def popcount() -> str: ...
+def use_popcount(name: str) -> None: ...
 def nearest_rows(
     signs: np.ndarray,
     query: np.ndarray,

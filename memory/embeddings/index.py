@@ -166,7 +166,7 @@ class _Filter:
 def _shortlist(signs: np.ndarray, query: np.ndarray, allowed: _Filter, count: int) -> np.ndarray:
     """The `count` allowed rows nearest the query's sign bits (`_nearest_rows`'s choice), in the
     compiled module where it is built: one pass over the sign bits and one over the distances,
-    0.22 against 0.48 ms at 100,000 rows."""
+    at 100,000 rows 0.27 against numpy's 0.66 ms on an AVX2 processor (AMD Zen 3)."""
     if _kernels is None:
         distance = _hamming(signs, query)
         np.maximum(distance, allowed.floor, out=distance)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import threading
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -103,21 +104,53 @@ def test_the_shortlist_is_the_rows_of_smallest_distance_ties_in_row_order(sample
         )
 
 
-@compiled
-@pytest.mark.parametrize("rows", [300, 5_000, 20_011])
-def test_the_compiled_shortlist_and_scores_are_numpy_s(rows: int) -> None:
-    """The compiled loops choose the very rows numpy's do (sign-bit distances raised to a
-    filter's floor, ties at the farthest in row order) and score them alike, up to rounding."""
-    index, vectors = _index(rows, seed=rows)
+@pytest.fixture(params=["avx512vpopcntdq", "avx2", "popcnt", "plain"])
+def popcount(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each sign-bit distance loop of the compiled module that this processor runs."""
+    if not BUILT:
+        pytest.skip(NOT_BUILT)
+    from memory.embeddings import _kernels as kernels
+
+    if request.param not in kernels.popcounts():
+        pytest.skip(f"this processor does not run {request.param}")
+    kernels.use_popcount(request.param)
+    yield str(request.param)
+    kernels.use_popcount(kernels.popcounts()[0])
+
+
+@pytest.mark.parametrize(
+    ("rows", "dimensions"),
+    # Rows in steps of 16 and not (the vector loops' tail); 2,048 dimensions are 32 words, more
+    # than the AVX2 loop adds up in a byte (31).
+    [(300, 384), (5_000, 384), (20_011, 384), (4_099, 64), (4_099, 2_048)],
+)
+def test_the_compiled_shortlist_and_scores_are_numpy_s(rows: int, dimensions: int, popcount: str) -> None:
+    """Each compiled distance loop chooses the very rows numpy's steps do (sign-bit distances
+    raised to a filter's floor, ties at the farthest in row order, counted from a sample or
+    whole), and the rows are scored alike, up to rounding."""
+    from memory.embeddings import _kernels as kernels
+
     rng = np.random.default_rng(rows)
+    vectors = rng.standard_normal((rows, dimensions), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     vectors[rows // 2] = vectors[1]  # equal distances, to be taken in row order
-    index = index_of(vectors, ids=index.ids, kinds=index.kinds, classes=index.classes, newest_id=1)
+    vectors[rows // 3] = -vectors[1]  # every sign differs
+    index = index_of(
+        vectors,
+        ids=np.arange(rows, dtype=np.int64),
+        kinds=np.zeros(rows, np.uint8),
+        classes=np.zeros(rows, np.uint8),
+        newest_id=1,
+    )
     for allowed_share in (1.0, 0.6, 0.01):
         allowed = _Filter(rng.random(rows) < allowed_share, far=index.signs.shape[0] * 64 + 1)
-        for query in (vectors[1], rng.standard_normal(384).astype(np.float32)):
+        for query in (vectors[1], vectors[rows - 1] + rng.standard_normal(dimensions).astype(np.float32) / 8):
             bits = sign_bits(query[None, :])[0]
             distance = _hamming(index.signs, bits)
             np.maximum(distance, allowed.floor, out=distance)
+            scratch, chosen = np.empty(rows, np.uint16), np.empty(rows, np.int64)
+            kernels.nearest_rows(index.signs, bits, allowed.floor, rows, allowed.far + 1, scratch, chosen)
+            assert np.array_equal(scratch, distance)  # the loop's distances, every row's
             for count in (1, 50, 256, rows - 1, rows, rows + 5):
                 expected = _nearest_rows(distance, count, allowed.far + 1)
                 assert np.array_equal(_shortlist(index.signs, bits, allowed, count), expected)
