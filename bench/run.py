@@ -807,8 +807,9 @@ def _semantic_rows(database_url: str, items: int) -> list[tuple[str, str, str, b
     rows: list[tuple[str, str, str, bool | None]] = []
     threads = timings.get("embed_threads")
     per_call = f", {threads} thread{'s' if threads != 1 else ''} a call" if threads else ""
+    loop = f", {timings['popcount']} distances" if timings.get("popcount") else ""
     for key, name in (
-        ("topk_ms", f"vector top-k over {items:,} rows"),
+        ("topk_ms", f"vector top-k over {items:,} rows{loop}"),
         ("embed_ms", f"query embedding of a task{per_call}"),
     ):
         samples = Latency([ms / 1000 for ms in timings[key]])

@@ -9,7 +9,8 @@ project and what a new task costs, at the full size:
   rescoring) over ROWS unit vectors, as many as get_context asks for;
 - the query embedding of a task of 5-14 words with the configured local model.
 
-Prints one JSON object: {"topk_ms": [...], "embed_ms": [...], "embed_threads": N}. Run by
+Prints one JSON object: {"topk_ms": [...], "embed_ms": [...], "embed_threads": N, "popcount":
+NAME} (the compiled sign-bit distance loop this processor runs, null where it is not built). Run by
 bench/run.py with the benchmark's settings; the random vectors never reach a database.
 """
 
@@ -29,6 +30,7 @@ django.setup()
 import numpy as np  # noqa: E402
 
 from memory.embeddings import embedder  # noqa: E402
+from memory.embeddings import index as vector_index  # noqa: E402
 from memory.embeddings.index import VectorIndex, index_of  # noqa: E402
 from memory.retrieval import STALE_MARGIN  # noqa: E402
 from workspaces.models import DataClass  # noqa: E402
@@ -73,7 +75,9 @@ def main() -> None:
         topk_ms.append((time.perf_counter() - started) * 1000)
     # The local embedder's threads per call (EMBEDDER_THREADS, or as it chose by measuring).
     threads = getattr(model, "threads", None)
-    print(json.dumps({"topk_ms": topk_ms, "embed_ms": embed_ms, "embed_threads": threads}))
+    popcount = vector_index._kernels.popcount() if vector_index._kernels is not None else None
+    timings = {"topk_ms": topk_ms, "embed_ms": embed_ms, "embed_threads": threads, "popcount": popcount}
+    print(json.dumps(timings))
 
 
 if __name__ == "__main__":
