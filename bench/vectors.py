@@ -30,10 +30,14 @@ django.setup()
 import numpy as np  # noqa: E402
 
 from memory.embeddings import embedder  # noqa: E402
-from memory.embeddings import index as vector_index  # noqa: E402
 from memory.embeddings.index import VectorIndex, index_of  # noqa: E402
 from memory.retrieval import STALE_MARGIN  # noqa: E402
 from workspaces.models import DataClass  # noqa: E402
+
+try:
+    from memory.embeddings import _kernels
+except ImportError:  # not built (setup.py)
+    _kernels = None  # type: ignore[assignment]
 
 # get_context fuses RANK_CANDIDATES of each side and asks the vectors for STALE_MARGIN times more.
 CONTEXT_DEPTH = 200
@@ -75,7 +79,7 @@ def main() -> None:
         topk_ms.append((time.perf_counter() - started) * 1000)
     # The local embedder's threads per call (EMBEDDER_THREADS, or as it chose by measuring).
     threads = getattr(model, "threads", None)
-    popcount = vector_index._kernels.popcount() if vector_index._kernels is not None else None
+    popcount = _kernels.popcount() if _kernels is not None else None
     timings = {"topk_ms": topk_ms, "embed_ms": embed_ms, "embed_threads": threads, "popcount": popcount}
     print(json.dumps(timings))
 
