@@ -67,6 +67,9 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("memory.embeddings.index", "VectorIndex.vectors_of", "vectors of the rows"),
     ("memory.context.compile", "_fill", "sections filled"),
     ("memory.context.duplicates", "_alike", "near-duplicate pairs"),
+    ("memory.context.serve", "context_request_record", "audit record"),
+    ("memory.context.serve", "_serve", "bundle served"),
+    ("mcpbridge.results", "_text", "result's JSON"),
     ("mcpbridge.results", "modern_response", "response encoded"),
     # search_memory's own (`--tool search_memory`)
     ("memory.selectors", "project_for_context_beside", "project statement"),

