@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcp.types import CallToolResult, TextContent
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 from workspaces.exceptions import UnforgetterError
 
@@ -46,8 +46,13 @@ def error_wire(exc: UnforgetterError) -> dict[str, Any]:
 
 def _text(payload: Mapping[str, Any]) -> str:
     """The payload's compact JSON, as the SDK's serialiser writes it (pydantic_core: a bundle's 20
-    KB in a quarter of `json.dumps`' time, and its floats as the structured content's)."""
-    return to_json(payload).decode()
+    KB in a quarter of `json.dumps`' time, and its floats as the structured content's). A lone
+    surrogate, which it refuses, cannot come from validated arguments or a database; should one
+    all the same, `json.dumps` writes it as before."""
+    try:
+        return to_json(payload).decode()
+    except PydanticSerializationError:
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
 def _error_body(exc: UnforgetterError) -> dict[str, Any]:
@@ -72,12 +77,14 @@ class InternalError(UnforgetterError):
 
 def modern_response(request_id: str | int, result: dict[str, Any], meta: dict[str, Any]) -> bytes:
     """The JSON-RPC response of a 2026-07-28 wire result with its `_meta`, byte for byte what
-    `json.dumps(response, separators=(",", ":"))` gives.
+    `json.dumps(response, separators=(",", ":"))` gives, but for floats (none in the tools'
+    results today), written as the SDK writes them where the text is ASCII (below).
 
     A result of `ok_wire` carries its structured content twice, once as the text: where that
     text is ASCII it is already the structured content's compact JSON (`ensure_ascii` changes
-    nothing else), so it is written in as it is instead of being encoded again (a bundle is
-    about 20 KB of JSON).
+    nothing else; `_text` writes a float as pydantic_core does, 2.5e-7 for json.dumps' 2.5e-07,
+    which is what the SDK's own path sends), so it is written in as it is instead of being
+    encoded again (a bundle is about 20 KB of JSON).
     """
     text = _ok_text(result)
     if text is None:

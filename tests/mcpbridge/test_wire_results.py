@@ -34,6 +34,16 @@ def test_an_ok_result_is_written_as_the_whole_response_would_be_dumped(
     )
 
 
+def test_a_float_in_an_ascii_result_is_written_as_the_sdk_s_serialiser_writes_it() -> None:
+    """The same value as dumping the whole response, the structured content in the bytes
+    pydantic_core (the SDK's serialiser) gives it: 2.5e-7, where json.dumps writes 2.5e-07."""
+    payload = {"score": 2.5e-07, "n": [1, 0.5]}
+    written = results.modern_response(7, results.ok_wire(payload), META)
+    assert json.loads(written) == json.loads(_dumped(7, results.ok_wire(payload)))
+    assert b'"structuredContent":{"score":2.5e-7,"n":[1,0.5]},' in written
+    assert json.loads(written)["result"]["content"][0]["text"] == '{"score":2.5e-7,"n":[1,0.5]}'
+
+
 def test_an_error_result_is_dumped_whole() -> None:
     wire = results.error_wire(InvalidRequest("query must contain words to search for."))
     assert results.modern_response(3, wire, META) == _dumped(3, wire)
