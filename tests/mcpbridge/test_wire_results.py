@@ -53,3 +53,11 @@ def test_a_result_changed_after_it_was_made_is_dumped_whole() -> None:
     wire = results.ok_wire({"projects": []})
     del wire["resultType"]
     assert results.modern_response(3, wire, META) == _dumped(3, wire)
+
+
+def test_a_payload_the_sdk_s_serialiser_refuses_is_still_written() -> None:
+    """A lone surrogate (which validated arguments and the databases refuse) is written by
+    json.dumps rather than failing the call."""
+    wire = results.ok_wire({"text": "half \ud800 a pair"})
+    assert wire["content"][0]["text"] == '{"text":"half \ud800 a pair"}'
+    assert results.modern_response(3, wire, META) == _dumped(3, wire)
