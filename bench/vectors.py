@@ -29,6 +29,7 @@ django.setup()
 
 import numpy as np  # noqa: E402
 
+from memory.context.compile import RANK_CANDIDATES  # noqa: E402
 from memory.embeddings import embedder  # noqa: E402
 from memory.embeddings.index import VectorIndex, index_of  # noqa: E402
 from memory.retrieval import STALE_MARGIN  # noqa: E402
@@ -39,8 +40,9 @@ try:
 except ImportError:  # not built (setup.py)
     _kernels = None  # type: ignore[assignment]
 
-# get_context fuses RANK_CANDIDATES of each side and asks the vectors for STALE_MARGIN times more.
-CONTEXT_DEPTH = 200
+# get_context fuses RANK_CANDIDATES of each side and asks the vectors for STALE_MARGIN times more
+# (memory.context.compile, at the default bounds of a bundle).
+CONTEXT_DEPTH = RANK_CANDIDATES
 CALLS = 60
 TASK = "Change the retry policy of invoice-worker for failed payments, run {i}"
 
