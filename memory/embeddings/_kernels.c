@@ -187,9 +187,9 @@ static struct {
 };
 #define LOOPS ((int)(sizeof(loops) / sizeof(loops[0])))
 
-static distances_fn distances = distances_plain;
+/* The loop nearest_rows runs: the first supported, unless use_popcount chose another. */
+static int in_use = LOOPS - 1;
 static dots_fn dots = dots_plain;
-static const char *distances_name = "plain";
 
 static void
 choose_loops(void)
@@ -207,10 +207,8 @@ choose_loops(void)
     loops[2].supported = __builtin_cpu_supports("popcnt");
 #endif
     for (int i = LOOPS - 1; i >= 0; i--)
-        if (loops[i].supported) {
-            distances = loops[i].run;
-            distances_name = loops[i].name;
-        }
+        if (loops[i].supported)
+            in_use = i;
 }
 
 /* A buffer of `format` items in one dimension (or two, for the sign bits: see nearest_rows). */
@@ -352,7 +350,7 @@ nearest_rows(PyObject *self, PyObject *args)
     uint16_t *d = distance.buf;
     int64_t *chosen = out.buf;
     Py_BEGIN_ALLOW_THREADS
-    distances(signs.buf, signs.strides[0] / 8, words, rows, query.buf, floor.buf, d);
+    loops[in_use].run(signs.buf, signs.strides[0] / 8, words, rows, query.buf, floor.buf, d);
     written = nearest_sampled(d, rows, count, values, chosen);
     if (written < 0)
         written = nearest_of(d, NULL, rows, count, values, chosen);
@@ -463,7 +461,7 @@ popcount(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    return PyUnicode_FromString(distances_name);
+    return PyUnicode_FromString(loops[in_use].name);
 }
 
 PyDoc_STRVAR(use_popcount_doc,
@@ -480,8 +478,7 @@ use_popcount(PyObject *self, PyObject *arg)
         return NULL;
     for (int i = 0; i < LOOPS; i++)
         if (loops[i].supported && strcmp(loops[i].name, name) == 0) {
-            distances = loops[i].run;
-            distances_name = loops[i].name;
+            in_use = i;
             Py_RETURN_NONE;
         }
     PyErr_Format(PyExc_ValueError, "use_popcount: this processor does not run %R", arg);
