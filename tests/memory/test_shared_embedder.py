@@ -331,8 +331,10 @@ def _thread_nices(pid: int) -> dict[int, int]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             fields = (task / "stat").read_text().rsplit(")", 1)[-1].split()
-        except FileNotFoundError:
-            continue  # a thread that ended meanwhile (one served a passing connection)
+        except (FileNotFoundError, ProcessLookupError):
+            # A thread that ended meanwhile (one served a passing connection): gone before its
+            # file was opened (ENOENT), or between the open and the read (ESRCH).
+            continue
         nices[int(task.name)] = int(fields[16])
     return nices
 
