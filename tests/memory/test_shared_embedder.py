@@ -255,13 +255,13 @@ def test_the_service_hands_back_what_a_burst_of_concurrent_texts_took(shared_her
     # What the burst took is its highest resident memory, sampled while it runs: the service
     # trims every few seconds, so on a slow machine a trim may already have run by the time the
     # last client is done, and the memory read then was no longer what the burst held.
-    highest = [_resident_mb(pid)]
+    samples = [_resident_mb(pid)]
     bursting = threading.Event()
     bursting.set()
 
     def sample() -> None:
         while bursting.is_set():
-            highest.append(max(highest[-1], _resident_mb(pid)))
+            samples.append(_resident_mb(pid))
             time.sleep(0.02)
 
     sampler = threading.Thread(target=sample)
@@ -273,7 +273,7 @@ def test_the_service_hands_back_what_a_burst_of_concurrent_texts_took(shared_her
         thread.join()
     bursting.clear()
     sampler.join()
-    burst = max(highest[-1], _resident_mb(pid))
+    burst = max(*samples, _resident_mb(pid))
     wait_until(
         lambda: _resident_mb(pid) <= burst - 5,
         timeout=DEADLINE,
